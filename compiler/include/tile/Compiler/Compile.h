@@ -1,0 +1,58 @@
+#ifndef TILE_COMPILER_COMPILE_H
+#define TILE_COMPILER_COMPILE_H
+
+#include "tile/Compiler/Target.h"
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mlir {
+class MLIRContext;
+class ModuleOp;
+} // namespace mlir
+
+namespace tile {
+
+/// A compile failure, with the diagnostics of the stage that failed.
+class CompileError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+struct CompileOptions {
+  /// Keep the text of every stage (tile, tile-cpu, llvm, asm) in Binary::stages.
+  bool keepStages = false;
+};
+
+/// The product of compile(): one kernel, ready for a launcher.
+struct Binary {
+  Target target;
+  std::string kernelName;
+  /// The symbol a launcher calls: the packed CPU entry point, or the GPU kernel.
+  std::string entrySymbol;
+  /// bin stage: an ELF relocatable object for the CPU.
+  std::string object;
+  /// (stage name, text) in pipeline order, when CompileOptions::keepStages.
+  std::vector<std::pair<std::string, std::string>> stages;
+};
+
+/// The names of the stages, in pipeline order, for a target.
+std::vector<std::string> stageNames(const Target &target);
+
+/// A context with every dialect the tile compiler uses. Threading is off: compiles run
+/// concurrently on their own contexts, so a per-context thread pool would only cost.
+std::unique_ptr<mlir::MLIRContext> createContext();
+
+/// Compiles the module's single `tile.kernel` function for `target`.
+/// Throws CompileError with the diagnostics on failure.
+Binary compile(mlir::ModuleOp module, const Target &target, const CompileOptions &options = {});
+
+/// "torch-tile <version>", the compiler part of the cache key.
+const char *compilerVersion();
+
+} // namespace tile
+
+#endif

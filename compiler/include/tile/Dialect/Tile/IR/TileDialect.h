@@ -1,0 +1,32 @@
+#ifndef TILE_DIALECT_TILE_IR_TILEDIALECT_H
+#define TILE_DIALECT_TILE_IR_TILEDIALECT_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "tile/Dialect/Tile/IR/TileOpsDialect.h.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "tile/Dialect/Tile/IR/TileOpsTypes.h.inc"
+
+#define GET_OP_CLASSES
+#include "tile/Dialect/Tile/IR/TileOps.h.inc"
+
+namespace mlir::tile {
+
+/// The attribute that marks a func.func as a kernel entry (one program instance).
+inline constexpr llvm::StringLiteral kKernelAttrName = "tile.kernel";
+
+/// The pointee type of a `!tile.ptr` or of a tensor of them.
+Type getPointeeType(Type ptrLike);
+
+/// `type` with its element type replaced (tensors keep their shape and encoding).
+Type withElementType(Type type, Type elementType);
+
+} // namespace mlir::tile
+
+#endif // TILE_DIALECT_TILE_IR_TILEDIALECT_H

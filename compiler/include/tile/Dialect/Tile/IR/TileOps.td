@@ -1,0 +1,114 @@
+#ifndef TILE_OPS_TD
+#define TILE_OPS_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "tile/Dialect/Tile/IR/TileBase.td"
+include "tile/Dialect/Tile/IR/TileTypes.td"
+
+def Tile_ProgramIdOp : Tile_Op<"program_id", [Pure]> {
+  let summary = "Index of this program instance along a grid axis";
+  let description = [{
+    Each program instance of the launch grid runs the kernel once; `program_id` gives
+    its coordinate along `axis` (0, 1 or 2).
+
+    ```mlir
+    %pid = tile.program_id 0 : i32
+    ```
+  }];
+  let arguments = (ins ConfinedAttr<I32Attr, [IntMinValue<0>, IntMaxValue<2>]>:$axis);
+  let results = (outs I32:$result);
+  let assemblyFormat = "$axis attr-dict `:` type($result)";
+}
+
+def Tile_NumProgramsOp : Tile_Op<"num_programs", [Pure]> {
+  let summary = "Size of the launch grid along an axis";
+  let description = [{
+    ```mlir
+    %n = tile.num_programs 1 : i32
+    ```
+  }];
+  let arguments = (ins ConfinedAttr<I32Attr, [IntMinValue<0>, IntMaxValue<2>]>:$axis);
+  let results = (outs I32:$result);
+  let assemblyFormat = "$axis attr-dict `:` type($result)";
+}
+
+def Tile_MakeRangeOp : Tile_Op<"make_range", [Pure]> {
+  let summary = "The integers start, start + 1, ..., end - 1 as a 1-D tensor";
+  let description = [{
+    ```mlir
+    %lanes = tile.make_range {start = 0 : i32, end = 1024 : i32} : tensor<1024xi32>
+    ```
+  }];
+  let arguments = (ins I32Attr:$start, I32Attr:$end);
+  let results = (outs RankedTensorOf<[I32]>:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tile_SplatOp : Tile_Op<"splat", [Pure,
+    TypesMatchWith<"result element type matches the scalar", "result", "src",
+                   "::llvm::cast<::mlir::RankedTensorType>($_self).getElementType()">]> {
+  let summary = "A tensor whose every element is the scalar operand";
+  let description = [{
+    ```mlir
+    %offsets = tile.splat %start : i32 -> tensor<1024xi32>
+    ```
+  }];
+  let arguments = (ins Tile_Scalar:$src);
+  let results = (outs Tile_Tensor:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
+}
+
+def Tile_AddPtrOp : Tile_Op<"addptr", [Pure, Elementwise, SameOperandsAndResultShape,
+    AllTypesMatch<["ptr", "result"]>]> {
+  let summary = "Advance pointers by a number of elements";
+  let description = [{
+    Lane-wise `ptr + offset`, with the offset counted in elements of the pointee type.
+
+    ```mlir
+    %q = tile.addptr %p, %offsets : tensor<1024x!tile.ptr<f32>>, tensor<1024xi32>
+    ```
+  }];
+  let arguments = (ins Tile_PtrLike:$ptr, Tile_IntLike:$offset);
+  let results = (outs Tile_PtrLike:$result);
+  let assemblyFormat = "$ptr `,` $offset attr-dict `:` type($result) `,` type($offset)";
+}
+
+def Tile_LoadOp : Tile_Op<"load", [AttrSizedOperandSegments,
+    MemoryEffects<[MemRead<DefaultResource>]>]> {
+  let summary = "Load a block of elements, with lanes switched off by a mask";
+  let description = [{
+    Loads one element per lane of `ptr`. Where `mask` is false no memory is touched and
+    the lane takes `other` (zero when `other` is absent). The mask has the shape of
+    `ptr` with element type i1; `other` has the type of the result.
+
+    ```mlir
+    %x = tile.load %ptrs, %mask : tensor<1024x!tile.ptr<f16>>
+    %y = tile.load %ptrs, %mask, %zero : tensor<1024x!tile.ptr<f16>>
+    ```
+  }];
+  let arguments = (ins Tile_PtrLike:$ptr, Optional<Tile_BoolTensor>:$mask,
+                       Optional<Tile_Value>:$other);
+  let results = (outs Tile_Value:$result);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$ptr, CArg<"::mlir::Value", "{}">:$mask,
+                   CArg<"::mlir::Value", "{}">:$other)>
+  ];
+}
+
+def Tile_StoreOp : Tile_Op<"store", [MemoryEffects<[MemWrite<DefaultResource>]>]> {
+  let summary = "Store a block of elements where the mask is true";
+  let description = [{
+    ```mlir
+    tile.store %ptrs, %value, %mask : tensor<1024x!tile.ptr<f16>>
+    ```
+  }];
+  let arguments = (ins Tile_PtrLike:$ptr, Tile_Value:$value, Optional<Tile_BoolTensor>:$mask);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+}
+
+#endif // TILE_OPS_TD

@@ -1,0 +1,138 @@
+#include "tile/Compiler/Compile.h"
+
+#include "CpuCodegen.h"
+#include "tile/Compiler/Pipeline.h"
+#include "tile/Conversion/TileToCPU/TileToCPU.h"
+#include "tile/Dialect/Tile/IR/TileDialect.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+
+#ifndef TILE_VERSION
+#define TILE_VERSION "unknown"
+#endif
+
+using namespace tile;
+
+const char *tile::compilerVersion() { return "torch-tile " TILE_VERSION; }
+
+std::vector<std::string> tile::stageNames(const Target &target) {
+  switch (target.kind) {
+  case TargetKind::Cpu:
+    return {"tile", "tile-cpu", "llvm", "asm", "bin"};
+  case TargetKind::Hip:
+  case TargetKind::Cuda:
+    return {"tile", "tile-gpu", "llvm", "asm", "bin"};
+  }
+  return {};
+}
+
+std::unique_ptr<mlir::MLIRContext> tile::createContext() {
+  mlir::DialectRegistry registry;
+  registerTileDialects(registry);
+  auto context =
+      std::make_unique<mlir::MLIRContext>(registry, mlir::MLIRContext::Threading::DISABLED);
+  context->loadAllAvailableDialects();
+  return context;
+}
+
+namespace {
+
+std::string printed(mlir::ModuleOp module) {
+  std::string text;
+  llvm::raw_string_ostream stream(text);
+  module.print(stream);
+  return text;
+}
+
+std::string printed(const llvm::Module &module) {
+  std::string text;
+  llvm::raw_string_ostream stream(text);
+  module.print(stream, nullptr);
+  return text;
+}
+
+/// Collects the diagnostics of a compile, to put them into the CompileError.
+class DiagnosticCollector {
+public:
+  explicit DiagnosticCollector(mlir::MLIRContext *context)
+      : handler(context, [this](mlir::Diagnostic &diagnostic) {
+          llvm::raw_string_ostream stream(messages);
+          stream << "\n  " << diagnostic.getLocation() << ": " << diagnostic;
+          return mlir::success();
+        }) {}
+  [[noreturn]] void fail(const std::string &what) const { throw CompileError(what + messages); }
+
+private:
+  std::string messages;
+  mlir::ScopedDiagnosticHandler handler;
+};
+
+mlir::func::FuncOp findKernel(mlir::ModuleOp module) {
+  mlir::func::FuncOp kernel;
+  for (auto func : module.getOps<mlir::func::FuncOp>()) {
+    if (!func->hasAttr(mlir::tile::kKernelAttrName))
+      continue;
+    if (kernel)
+      throw CompileError("module holds more than one tile.kernel function");
+    kernel = func;
+  }
+  if (!kernel)
+    throw CompileError("module holds no function marked tile.kernel");
+  return kernel;
+}
+
+} // namespace
+
+Binary tile::compile(mlir::ModuleOp module, const Target &target, const CompileOptions &options) {
+  if (target.kind != TargetKind::Cpu)
+    throw CompileError("no code generation for " + target.str() +
+                       " yet: this build compiles tile kernels for the CPU only");
+  mlir::MLIRContext *context = module.getContext();
+  DiagnosticCollector diagnostics(context);
+  Binary binary;
+  binary.target = target;
+  binary.kernelName = findKernel(module).getName().str();
+  binary.entrySymbol = mlir::tile::cpuEntryName(binary.kernelName);
+  auto keep = [&](const char *stage, std::string text) {
+    if (options.keepStages)
+      binary.stages.emplace_back(stage, std::move(text));
+  };
+
+  if (mlir::failed(mlir::verify(module)))
+    diagnostics.fail("invalid tile IR:");
+  keep("tile", printed(module));
+
+  mlir::PassManager toCpu(context);
+  buildTileToCpuPipeline(toCpu);
+  if (mlir::failed(toCpu.run(module)))
+    diagnostics.fail("lowering tile -> tile-cpu failed:");
+  keep("tile-cpu", printed(module));
+
+  mlir::PassManager toLLVM(context);
+  buildCpuToLLVMPipeline(toLLVM);
+  if (mlir::failed(toLLVM.run(module)))
+    diagnostics.fail("lowering tile-cpu -> llvm failed:");
+
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule = mlir::translateModuleToLLVMIR(module, llvmContext);
+  if (!llvmModule)
+    diagnostics.fail("translation to LLVM IR failed:");
+  std::unique_ptr<llvm::TargetMachine> machine = createCpuTargetMachine(target);
+  llvmModule->setTargetTriple(machine->getTargetTriple());
+  llvmModule->setDataLayout(machine->createDataLayout());
+  optimizeModule(*llvmModule, *machine);
+  keep("llvm", printed(*llvmModule));
+  if (options.keepStages)
+    keep("asm", emitMachineCode(*llvmModule, *machine, /*assembly=*/true));
+  binary.object = emitMachineCode(*llvmModule, *machine, /*assembly=*/false);
+  return binary;
+}

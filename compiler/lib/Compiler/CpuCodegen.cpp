@@ -1,0 +1,69 @@
+#include "CpuCodegen.h"
+
+#include "tile/Compiler/Compile.h"
+
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/Transforms/Utils/Cloning.h"
+
+#include <mutex>
+
+using namespace tile;
+
+std::unique_ptr<llvm::TargetMachine> tile::createCpuTargetMachine(const Target &target) {
+  static std::once_flag initialized;
+  std::call_once(initialized, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+  llvm::Triple triple(llvm::sys::getProcessTriple());
+  std::string error;
+  const llvm::Target *llvmTarget = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!llvmTarget)
+    throw CompileError("no LLVM backend for the host triple " + triple.str() + ": " + error);
+  llvm::TargetOptions options;
+  std::unique_ptr<llvm::TargetMachine> machine(llvmTarget->createTargetMachine(
+      triple, target.arch, target.features, options, llvm::Reloc::PIC_, llvm::CodeModel::Small,
+      llvm::CodeGenOptLevel::Aggressive));
+  if (!machine)
+    throw CompileError("LLVM cannot create a target machine for " + target.str());
+  return machine;
+}
+
+void tile::optimizeModule(llvm::Module &module, llvm::TargetMachine &machine) {
+  llvm::LoopAnalysisManager loops;
+  llvm::FunctionAnalysisManager functions;
+  llvm::CGSCCAnalysisManager cgscc;
+  llvm::ModuleAnalysisManager modules;
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopVectorization = true;
+  tuning.SLPVectorization = true;
+  llvm::PassBuilder builder(&machine, tuning);
+  builder.registerModuleAnalyses(modules);
+  builder.registerCGSCCAnalyses(cgscc);
+  builder.registerFunctionAnalyses(functions);
+  builder.registerLoopAnalyses(loops);
+  builder.crossRegisterProxies(loops, functions, cgscc, modules);
+  builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3).run(module, modules);
+}
+
+std::string tile::emitMachineCode(llvm::Module &module, llvm::TargetMachine &machine,
+                                  bool assembly) {
+  // Code generation rewrites the IR it is given (CodeGenPrepare), so it runs on a copy.
+  std::unique_ptr<llvm::Module> copy = llvm::CloneModule(module);
+  llvm::SmallVector<char, 0> buffer;
+  llvm::raw_svector_ostream stream(buffer);
+  llvm::legacy::PassManager passes;
+  auto fileType = assembly ? llvm::CodeGenFileType::AssemblyFile : llvm::CodeGenFileType::ObjectFile;
+  if (machine.addPassesToEmitFile(passes, stream, nullptr, fileType))
+    throw CompileError("LLVM cannot emit " + std::string(assembly ? "assembly" : "objects") +
+                       " for " + machine.getTargetTriple().str());
+  passes.run(*copy);
+  return std::string(buffer.begin(), buffer.end());
+}

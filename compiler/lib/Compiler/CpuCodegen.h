@@ -1,0 +1,28 @@
+#ifndef TILE_LIB_COMPILER_CPUCODEGEN_H
+#define TILE_LIB_COMPILER_CPUCODEGEN_H
+
+#include "tile/Compiler/Target.h"
+
+#include <memory>
+#include <string>
+
+namespace llvm {
+class Module;
+class TargetMachine;
+} // namespace llvm
+
+namespace tile {
+
+/// A TargetMachine for a CPU target: the process triple with the target's CPU and
+/// features, position-independent so the object links into the JIT anywhere.
+std::unique_ptr<llvm::TargetMachine> createCpuTargetMachine(const Target &target);
+
+/// The O3 pipeline, with the loop and SLP vectorizers, for the target machine.
+void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine);
+
+/// Machine code of the module: an ELF object, or assembly text when `assembly`.
+std::string emitMachineCode(llvm::Module &module, llvm::TargetMachine &machine, bool assembly);
+
+} // namespace tile
+
+#endif

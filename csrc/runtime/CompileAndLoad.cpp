@@ -1,0 +1,32 @@
+#include "runtime/CompileAndLoad.h"
+
+#include "runtime/CpuJit.h"
+#include "runtime/KernelKey.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+
+using namespace tile;
+
+std::shared_ptr<const runtime::LoadedKernel>
+runtime::compileAndLoad(const ops::KernelSpec &spec, const Target &target) {
+  auto start = std::chrono::steady_clock::now();
+  std::unique_ptr<mlir::MLIRContext> context = createContext();
+  mlir::OwningOpRef<mlir::ModuleOp> module = ops::buildKernel(*context, spec);
+  std::string tileIr;
+  llvm::raw_string_ostream stream(tileIr);
+  module->print(stream);
+
+  auto kernel = std::make_shared<LoadedKernel>();
+  kernel->key = kernelKey(spec, target, tileIr);
+  kernel->spec = spec.str();
+  kernel->binary = compile(*module, target);
+  if (target.kind != TargetKind::Cpu)
+    throw CompileError("no launcher for " + target.str() + " in this build");
+  kernel->cpuEntry = loadCpuObject(kernel->binary, kernel->key);
+  kernel->compileMs =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return kernel;
+}

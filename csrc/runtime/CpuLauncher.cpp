@@ -1,0 +1,23 @@
+#include "runtime/CpuLauncher.h"
+
+#include <stdexcept>
+
+using namespace tile::runtime;
+
+void tile::runtime::serialFor(int64_t begin, int64_t end, int64_t,
+                              const std::function<void(int64_t, int64_t)> &body) {
+  if (begin < end)
+    body(begin, end);
+}
+
+void tile::runtime::launchCpu(const LoadedKernel &kernel, void **args, Grid grid, int64_t grain,
+                              const ParallelFor &parallelFor) {
+  if (!kernel.cpuEntry)
+    throw std::logic_error("kernel " + kernel.spec + " was not compiled for the CPU");
+  if (grid.x < 0 || grid.y < 0 || grid.z < 0)
+    throw std::invalid_argument("negative grid size");
+  CpuEntry entry = kernel.cpuEntry;
+  parallelFor(0, grid.count(), std::max<int64_t>(grain, 1), [&](int64_t begin, int64_t end) {
+    entry(args, begin, end, grid.x, grid.y, grid.z);
+  });
+}

@@ -1,0 +1,32 @@
+#ifndef TILE_RUNTIME_CPULAUNCHER_H
+#define TILE_RUNTIME_CPULAUNCHER_H
+
+#include "runtime/LoadedKernel.h"
+
+#include <cstdint>
+#include <functional>
+
+namespace tile::runtime {
+
+struct Grid {
+  int32_t x = 1, y = 1, z = 1;
+  int64_t count() const { return int64_t(x) * y * z; }
+};
+
+/// Runs body(begin, end) over sub-ranges of [begin, end) of at least `grain` items,
+/// possibly in parallel. The torch binding passes at::parallel_for.
+using ParallelFor = std::function<void(int64_t begin, int64_t end, int64_t grain,
+                                       const std::function<void(int64_t, int64_t)> &body)>;
+
+/// A ParallelFor that runs everything on the calling thread.
+void serialFor(int64_t begin, int64_t end, int64_t grain,
+               const std::function<void(int64_t, int64_t)> &body);
+
+/// Runs every program instance of `grid`; `grain` program instances at least per task.
+/// args[i] points at the value of the kernel's i-th argument.
+void launchCpu(const LoadedKernel &kernel, void **args, Grid grid, int64_t grain,
+               const ParallelFor &parallelFor = serialFor);
+
+} // namespace tile::runtime
+
+#endif

@@ -1,0 +1,49 @@
+#ifndef TILE_RUNTIME_KERNELCACHE_H
+#define TILE_RUNTIME_KERNELCACHE_H
+
+#include "ops/KernelSpec.h"
+#include "runtime/LoadedKernel.h"
+#include "tile/Compiler/Target.h"
+
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+namespace tile::runtime {
+
+/// Compiled kernels by (target, spec), in memory. Thread-safe; when several threads ask
+/// for a kernel that is not there yet, one compiles and the others wait for it. A failed
+/// compile is reported to every waiter and not remembered, so a later call retries.
+class KernelCache {
+public:
+  using KernelPtr = std::shared_ptr<const LoadedKernel>;
+  using CompileFn = std::function<KernelPtr(const ops::KernelSpec &, const Target &)>;
+
+  struct Stats {
+    uint64_t hits = 0;
+    uint64_t misses = 0;
+  };
+
+  explicit KernelCache(CompileFn compile);
+
+  KernelPtr get(const ops::KernelSpec &spec, const Target &target);
+  Stats stats() const;
+  /// Forgets every kernel (the next call compiles again); for tests and benchmarks.
+  void clear();
+
+  /// The process-wide cache, compiling with compileAndLoad().
+  static KernelCache &global();
+
+private:
+  CompileFn compile_;
+  mutable std::mutex mutex_;
+  std::unordered_map<std::string, std::shared_future<KernelPtr>> kernels_;
+  Stats stats_;
+};
+
+} // namespace tile::runtime
+
+#endif

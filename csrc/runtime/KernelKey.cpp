@@ -1,0 +1,45 @@
+#include "runtime/KernelKey.h"
+
+#include "runtime/BuildId.h"
+#include "tile/Compiler/Compile.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/SHA256.h"
+
+#include <cstdlib>
+
+using namespace tile;
+
+const std::vector<std::string> &runtime::codegenEnvironment() {
+  static const std::vector<std::string> names = {"TILE_TARGET"};
+  return names;
+}
+
+std::string runtime::sha256Hex(std::string_view data) {
+  auto digest = llvm::SHA256::hash(llvm::ArrayRef<uint8_t>(
+      reinterpret_cast<const uint8_t *>(data.data()), data.size()));
+  return llvm::toHex(digest, /*LowerCase=*/true);
+}
+
+std::string runtime::kernelKey(const ops::KernelSpec &spec, const Target &target,
+                               std::string_view tileIr) {
+  // Length-prefixed fields, so no two field lists hash the same text.
+  std::string material;
+  auto field = [&](std::string_view name, std::string_view value) {
+    material += std::string(name) + ":" + std::to_string(value.size()) + ":";
+    material += value;
+    material += "\n";
+  };
+  field("compiler", compilerVersion());
+  field("build", coreBuildId());
+  field("op", spec.op);
+  field("tile-ir", sha256Hex(tileIr));
+  field("spec", spec.str());
+  field("target", target.fullId());
+  for (const auto &name : codegenEnvironment()) {
+    const char *value = std::getenv(name.c_str());
+    field("env " + name, value ? value : "<unset>");
+  }
+  return sha256Hex(material);
+}

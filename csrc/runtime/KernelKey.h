@@ -1,0 +1,26 @@
+#ifndef TILE_RUNTIME_KERNELKEY_H
+#define TILE_RUNTIME_KERNELKEY_H
+
+#include "ops/KernelSpec.h"
+#include "tile/Compiler/Target.h"
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tile::runtime {
+
+/// The environment variables whose values change generated code; their values are
+/// hashed into every key.
+const std::vector<std::string> &codegenEnvironment();
+
+std::string sha256Hex(std::string_view data);
+
+/// sha256 over the compiler version and build id, the op and the hash of its tile IR,
+/// the config and dtypes, the full target (with CPU or GPU features) and the codegen
+/// environment: equal keys mean interchangeable binaries.
+std::string kernelKey(const ops::KernelSpec &spec, const Target &target, std::string_view tileIr);
+
+} // namespace tile::runtime
+
+#endif

@@ -1,0 +1,50 @@
+#include "ops/KernelSpec.h"
+
+#include "mlir/IR/Builders.h"
+
+#include <stdexcept>
+
+using namespace tile::ops;
+
+std::string KernelSpec::str() const {
+  std::string text = op + "[";
+  for (size_t i = 0; i < dtypes.size(); ++i)
+    text += (i ? "," : "") + dtypes[i];
+  text += "]{";
+  bool first = true;
+  for (const auto &[name, value] : config) {
+    text += (first ? "" : ",") + name + "=" + std::to_string(value);
+    first = false;
+  }
+  return text + "}";
+}
+
+int64_t KernelSpec::knob(const std::string &name) const {
+  auto it = config.find(name);
+  if (it == config.end())
+    throw std::invalid_argument(op + " kernel needs the config knob " + name + " (spec " + str() +
+                                ")");
+  return it->second;
+}
+
+mlir::Type tile::ops::elementTypeOf(mlir::MLIRContext &context, const std::string &dtype) {
+  mlir::Builder builder(&context);
+  if (dtype == "f32")
+    return builder.getF32Type();
+  if (dtype == "f16")
+    return builder.getF16Type();
+  if (dtype == "bf16")
+    return builder.getBF16Type();
+  if (dtype == "i8")
+    return builder.getI8Type();
+  if (dtype == "i32")
+    return builder.getI32Type();
+  throw std::invalid_argument("unsupported element type '" + dtype + "'");
+}
+
+mlir::OwningOpRef<mlir::ModuleOp> tile::ops::buildKernel(mlir::MLIRContext &context,
+                                                         const KernelSpec &spec) {
+  if (spec.op == "vector_add")
+    return buildVectorAdd(context, spec);
+  throw std::invalid_argument("no tile kernel generator for op '" + spec.op + "'");
+}
