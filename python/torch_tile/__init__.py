@@ -1,0 +1,35 @@
+"""torch-tile: custom ops whose kernels are compiled on first call by a built-in tile compiler.
+
+``import torch_tile`` registers ``torch.ops.tile.vector_add``, ``torch.ops.tile.matmul`` and
+``torch.ops.tile.matmul_leaky_relu``.
+"""
+
+from pathlib import Path
+
+import torch
+
+__version__ = "0.1.0"
+
+_LIB_DIR = Path(__file__).resolve().parent / "lib"
+_OPS_LIBRARY = _LIB_DIR / "libtorch_tile_ops.so"
+
+
+def _load_ops_library() -> None:
+    if not _OPS_LIBRARY.exists():
+        raise ImportError(
+            f"torch_tile's native library is missing ({_OPS_LIBRARY}); "
+            "build it with `make run` or `make test` at the repository root"
+        )
+    torch.ops.load_library(str(_OPS_LIBRARY))
+
+
+_load_ops_library()
+
+from . import runtime  # noqa: E402  (needs the library loaded)
+
+__all__ = ["runtime", "library_path", "__version__"]
+
+
+def library_path() -> str:
+    """Path of the plugin library, for LibTorch C++ programs that load it themselves."""
+    return str(_OPS_LIBRARY)
