@@ -2,6 +2,7 @@
 // compile(), load into the JIT, run, compare against a scalar loop.
 #include "TestKernels.h"
 #include "runtime/CompileAndLoad.h"
+#include "runtime/CpuJit.h"
 #include "runtime/CpuLauncher.h"
 #include "tile/Compiler/Compile.h"
 
@@ -194,6 +195,59 @@ TEST(Ops, RejectBadSpecs) {
   EXPECT_THROW(ops::buildKernel(*context, vectorAddSpec("f64")), std::invalid_argument);
   EXPECT_THROW(ops::buildKernel(*context, {"conv", {"f32"}, {}}), std::invalid_argument);
   EXPECT_THROW(ops::buildKernel(*context, {"vector_add", {"f32"}, {}}), std::invalid_argument);
+}
+
+} // namespace
+
+namespace {
+
+// Every program instance of a 3-D grid writes its coordinates into its own slot; run
+// in chunks that start mid-row, so the entry point's carry from x to y to z is checked.
+TEST(Compiler, ThreeDimensionalGridVisitsEveryProgramOnce) {
+  auto context = createContext();
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(R"mlir(
+    func.func @coords(%out: !tile.ptr<i32>) attributes {tile.kernel} {
+      %x = tile.program_id 0 : i32
+      %y = tile.program_id 1 : i32
+      %z = tile.program_id 2 : i32
+      %gx = tile.num_programs 0 : i32
+      %gy = tile.num_programs 1 : i32
+      %gz = tile.num_programs 2 : i32
+      %row = arith.muli %z, %gy : i32
+      %plane = arith.addi %row, %y : i32
+      %rows = arith.muli %plane, %gx : i32
+      %linear = arith.addi %rows, %x : i32
+      %c100 = arith.constant 100 : i32
+      %c10000 = arith.constant 10000 : i32
+      %y100 = arith.muli %y, %c100 : i32
+      %z10000 = arith.muli %z, %c10000 : i32
+      %xy = arith.addi %x, %y100 : i32
+      %code = arith.addi %xy, %z10000 : i32
+      %slot = tile.addptr %out, %linear : !tile.ptr<i32>, i32
+      tile.store %slot, %code : !tile.ptr<i32>
+      %grid = arith.addi %gz, %gz : i32
+      return
+    })mlir",
+                                                        context.get());
+  ASSERT_TRUE(module);
+  Binary binary = compile(*module, Target::host());
+  runtime::LoadedKernel kernel;
+  kernel.spec = "coords";
+  kernel.cpuEntry = runtime::loadCpuObject(binary, "coords-test");
+  runtime::Grid grid{5, 3, 4};
+  std::vector<int32_t> out(grid.count(), -1);
+  void *outPtr = out.data();
+  void *args[] = {&outPtr};
+  auto chunked = [](int64_t begin, int64_t end, int64_t grain, const auto &body) {
+    for (int64_t start = begin; start < end; start += grain)
+      body(start, std::min(end, start + grain));
+  };
+  runtime::launchCpu(kernel, args, grid, 7, chunked);
+  for (int32_t z = 0; z < grid.z; ++z)
+    for (int32_t y = 0; y < grid.y; ++y)
+      for (int32_t x = 0; x < grid.x; ++x)
+        ASSERT_EQ(out[(z * grid.y + y) * grid.x + x], x + 100 * y + 10000 * z)
+            << "x=" << x << " y=" << y << " z=" << z;
 }
 
 } // namespace

@@ -36,21 +36,36 @@ func::FuncOp mlir::tile::buildCpuEntryPoint(OpBuilder &builder, func::FuncOp ker
     callArgs.push_back(LLVM::LoadOp::create(builder, loc, kernelArgTypes[i], valuePtr));
   }
 
-  Value one = arith::ConstantIntOp::create(builder, loc, i64, 1);
-  Value gx = arith::ExtSIOp::create(builder, loc, i64, gridSize[0]);
-  Value gy = arith::ExtSIOp::create(builder, loc, i64, gridSize[1]);
-  auto loop = scf::ForOp::create(builder, loc, begin, end, one);
+  // Decompose `begin` into (x, y, z) once, then step through the grid by carrying, so
+  // the loop pays no division per program instance.
+  Value one64 = arith::ConstantIntOp::create(builder, loc, i64, 1);
+  Value gx64 = arith::ExtSIOp::create(builder, loc, i64, gridSize[0]);
+  Value gy64 = arith::ExtSIOp::create(builder, loc, i64, gridSize[1]);
+  Value rest = arith::DivSIOp::create(builder, loc, begin, gx64);
+  SmallVector<Value> start = {arith::RemSIOp::create(builder, loc, begin, gx64),
+                              arith::RemSIOp::create(builder, loc, rest, gy64),
+                              arith::DivSIOp::create(builder, loc, rest, gy64)};
+  for (Value &coordinate : start)
+    coordinate = arith::TruncIOp::create(builder, loc, i32, coordinate);
+  auto loop = scf::ForOp::create(builder, loc, begin, end, one64, start);
   builder.setInsertionPointToStart(loop.getBody());
-  Value linear = loop.getInductionVar();
-  Value x = arith::RemSIOp::create(builder, loc, linear, gx);
-  Value rest = arith::DivSIOp::create(builder, loc, linear, gx);
-  Value y = arith::RemSIOp::create(builder, loc, rest, gy);
-  Value z = arith::DivSIOp::create(builder, loc, rest, gy);
+  ValueRange id = loop.getRegionIterArgs();
   SmallVector<Value> loopCallArgs = callArgs;
-  for (Value id : {x, y, z})
-    loopCallArgs.push_back(arith::TruncIOp::create(builder, loc, i32, id));
+  loopCallArgs.append(id.begin(), id.end());
   loopCallArgs.append(gridSize.begin(), gridSize.end());
   func::CallOp::create(builder, loc, kernel, loopCallArgs);
+
+  Value zero = arith::ConstantIntOp::create(builder, loc, i32, 0);
+  Value one = arith::ConstantIntOp::create(builder, loc, i32, 1);
+  auto increment = [&](Value v) { return arith::AddIOp::create(builder, loc, v, one); };
+  Value nextX = increment(id[0]);
+  Value wrapX = arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq, nextX, gridSize[0]);
+  Value nextY = arith::SelectOp::create(builder, loc, wrapX, increment(id[1]), id[1]);
+  Value wrapY = arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq, nextY, gridSize[1]);
+  SmallVector<Value> next = {arith::SelectOp::create(builder, loc, wrapX, zero, nextX),
+                             arith::SelectOp::create(builder, loc, wrapY, zero, nextY),
+                             arith::SelectOp::create(builder, loc, wrapY, increment(id[2]), id[2])};
+  scf::YieldOp::create(builder, loc, next);
 
   builder.setInsertionPointToEnd(body);
   func::ReturnOp::create(builder, loc);

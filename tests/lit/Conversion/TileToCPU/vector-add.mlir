@@ -31,8 +31,10 @@
 // CHECK: llvm.load %[[ARG0]] : !llvm.ptr -> !llvm.ptr
 // CHECK: llvm.getelementptr %[[ARGS]][3]
 // CHECK: scf.for %[[ID:.+]] = %[[BEGIN]] to %[[END]]
-// CHECK:   arith.remsi %[[ID]]
-// CHECK:   func.call @vector_add(
+// CHECK-SAME: iter_args(%[[X:.+]] = %{{.+}}, %[[Y:.+]] = %{{.+}}, %[[Z:.+]] = %{{.+}})
+// CHECK-NOT: arith.divsi
+// CHECK:   func.call @vector_add({{.*}}, %[[X]], %[[Y]], %[[Z]], %[[GX]], %[[GY]], %[[GZ]])
+// CHECK:   arith.cmpi eq, %{{.+}}, %[[GX]] : i32
 func.func @vector_add(%a: !tile.ptr<f32>, %b: !tile.ptr<f32>, %out: !tile.ptr<f32>, %n: i32) attributes {tile.kernel} {
   %pid = tile.program_id 0 : i32
   %c256 = arith.constant 256 : i32
