@@ -225,7 +225,6 @@ TEST(Compiler, ThreeDimensionalGridVisitsEveryProgramOnce) {
       %code = arith.addi %xy, %z10000 : i32
       %slot = tile.addptr %out, %linear : !tile.ptr<i32>, i32
       tile.store %slot, %code : !tile.ptr<i32>
-      %grid = arith.addi %gz, %gz : i32
       return
     })mlir",
                                                         context.get());

@@ -29,13 +29,12 @@ static Type valueTypeFor(Type ptrType) {
 
 static LogicalResult verifyMaskAndValue(Operation *op, Type ptrType, Value mask,
                                         Type valueType, StringRef valueName) {
-  Type pointee = getPointeeType(ptrType);
+  if (!getPointeeType(ptrType))
+    return op->emitOpError("pointer operand has no pointee type");
   if (valueType != valueTypeFor(ptrType))
     return op->emitOpError() << valueName << " type " << valueType
                              << " does not match pointer type " << ptrType
                              << " (expected " << valueTypeFor(ptrType) << ")";
-  if (!pointee)
-    return op->emitOpError("pointer operand has no pointee type");
   if (mask && mask.getType() != maskTypeFor(ptrType))
     return op->emitOpError() << "mask type " << mask.getType() << " does not match pointer type "
                              << ptrType << " (expected " << maskTypeFor(ptrType) << ")";
@@ -57,21 +56,35 @@ LogicalResult LoadOp::verify() {
                             "result");
 }
 
-ParseResult LoadOp::parse(OpAsmParser &parser, OperationState &result) {
+/// Parses `%ptr, %a [, %b] attr-dict : <ptr type>`, the operand types following from the
+/// pointer type in the order `types(ptrType)` gives them; returns how many were present.
+static FailureOr<size_t> parsePointerOperands(OpAsmParser &parser, OperationState &result,
+                                              size_t minCount, ArrayRef<Type (*)(Type)> typesAfterPtr,
+                                              StringRef expected) {
   SmallVector<OpAsmParser::UnresolvedOperand, 3> operands;
   Type ptrType;
   if (parser.parseOperandList(operands) || parser.parseOptionalAttrDict(result.attributes) ||
       parser.parseColonType(ptrType))
     return failure();
-  if (operands.empty() || operands.size() > 3)
-    return parser.emitError(parser.getNameLoc(), "expected ptr [, mask [, other]]");
-  SmallVector<Type, 3> types = {ptrType, maskTypeFor(ptrType), valueTypeFor(ptrType)};
+  if (operands.size() < minCount || operands.size() > typesAfterPtr.size() + 1)
+    return parser.emitError(parser.getNameLoc(), "expected ") << expected;
+  SmallVector<Type, 3> types = {ptrType};
+  for (auto typeFor : typesAfterPtr)
+    types.push_back(typeFor(ptrType));
   if (parser.resolveOperands(operands, ArrayRef(types).take_front(operands.size()),
                              parser.getNameLoc(), result.operands))
     return failure();
-  int32_t hasMask = operands.size() > 1, hasOther = operands.size() > 2;
+  return operands.size();
+}
+
+ParseResult LoadOp::parse(OpAsmParser &parser, OperationState &result) {
+  FailureOr<size_t> count =
+      parsePointerOperands(parser, result, 1, {maskTypeFor, valueTypeFor}, "ptr [, mask [, other]]");
+  if (failed(count))
+    return failure();
+  int32_t hasMask = *count > 1, hasOther = *count > 2;
   result.getOrAddProperties<Properties>().operandSegmentSizes = {1, hasMask, hasOther};
-  result.addTypes(valueTypeFor(ptrType));
+  result.addTypes(valueTypeFor(result.operands[0].getType()));
   return success();
 }
 
@@ -86,16 +99,8 @@ LogicalResult StoreOp::verify() {
 }
 
 ParseResult StoreOp::parse(OpAsmParser &parser, OperationState &result) {
-  SmallVector<OpAsmParser::UnresolvedOperand, 3> operands;
-  Type ptrType;
-  if (parser.parseOperandList(operands) || parser.parseOptionalAttrDict(result.attributes) ||
-      parser.parseColonType(ptrType))
-    return failure();
-  if (operands.size() < 2 || operands.size() > 3)
-    return parser.emitError(parser.getNameLoc(), "expected ptr, value [, mask]");
-  SmallVector<Type, 3> types = {ptrType, valueTypeFor(ptrType), maskTypeFor(ptrType)};
-  return parser.resolveOperands(operands, ArrayRef(types).take_front(operands.size()),
-                                parser.getNameLoc(), result.operands);
+  return failure(failed(
+      parsePointerOperands(parser, result, 2, {valueTypeFor, maskTypeFor}, "ptr, value [, mask]")));
 }
 
 void StoreOp::print(OpAsmPrinter &p) {
