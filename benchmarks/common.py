@@ -16,7 +16,10 @@ RESULTS = Path(__file__).resolve().parent / "results"
 def device_description(device: torch.device) -> str:
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
-    return f"{platform.processor() or platform.machine()} CPU, {torch.get_num_threads()} threads"
+    import torch_tile
+
+    return (f"{platform.machine()} CPU ({torch_tile.runtime.host_target()}), "
+            f"{torch.get_num_threads()} threads")
 
 
 def median_seconds(fn, device: torch.device, min_repeats: int = 10, budget_s: float = 0.5):

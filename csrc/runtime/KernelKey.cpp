@@ -12,6 +12,8 @@
 using namespace tile;
 
 const std::vector<std::string> &runtime::codegenEnvironment() {
+  // TILE_TARGET picks the target of offline compiles; any variable that later changes
+  // code generation belongs here too, or two different binaries would share a key.
   static const std::vector<std::string> names = {"TILE_TARGET"};
   return names;
 }
