@@ -8,7 +8,9 @@ using namespace tile::runtime;
 KernelCache::KernelCache(CompileFn compile) : compile_(std::move(compile)) {}
 
 KernelCache::KernelPtr KernelCache::get(const ops::KernelSpec &spec, const Target &target) {
-  std::string id = target.fullId() + "|" + spec.str();
+  // This runs on every op call: the host's long CPU feature list is named, not copied.
+  bool hostFeatures = target.features == Target::host().features;
+  std::string id = target.str() + "|" + (hostFeatures ? "host" : target.features) + "|" + spec.str();
   std::promise<KernelPtr> promise;
   std::shared_future<KernelPtr> entry;
   bool compileHere = false;
