@@ -10,7 +10,6 @@ import time
 
 import torch
 
-import torch_tile
 from torch_tile import runtime
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -40,7 +39,7 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=50)
     args = parser.parse_args(argv)
 
-    print(f"torch-tile {torch_tile.__version__}  ({runtime.compiler_version()}, torch {torch.__version__})")
+    print(f"{runtime.compiler_version()}, torch {torch.__version__}")
     print(f"target : {runtime.host_target()} (host CPU, {torch.get_num_threads()} threads)")
     print(f"GPU    : {describe_gpu()}")
     print(f"op     : torch.ops.tile.vector_add on {args.size} elements\n")

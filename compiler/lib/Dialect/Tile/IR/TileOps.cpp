@@ -56,10 +56,12 @@ LogicalResult LoadOp::verify() {
                             "result");
 }
 
-/// Parses `%ptr, %a [, %b] attr-dict : <ptr type>`, the operand types following from the
-/// pointer type in the order `types(ptrType)` gives them; returns how many were present.
+/// Parses `%ptr, %a [, %b] attr-dict : <ptr type>`: the type of each operand after the
+/// pointer follows from the pointer type, by `typesAfterPtr` in order. Returns how many
+/// operands were present.
 static FailureOr<size_t> parsePointerOperands(OpAsmParser &parser, OperationState &result,
-                                              size_t minCount, ArrayRef<Type (*)(Type)> typesAfterPtr,
+                                              size_t minCount,
+                                              ArrayRef<Type (*)(Type)> typesAfterPtr,
                                               StringRef expected) {
   SmallVector<OpAsmParser::UnresolvedOperand, 3> operands;
   Type ptrType;
@@ -78,8 +80,8 @@ static FailureOr<size_t> parsePointerOperands(OpAsmParser &parser, OperationStat
 }
 
 ParseResult LoadOp::parse(OpAsmParser &parser, OperationState &result) {
-  FailureOr<size_t> count =
-      parsePointerOperands(parser, result, 1, {maskTypeFor, valueTypeFor}, "ptr [, mask [, other]]");
+  FailureOr<size_t> count = parsePointerOperands(parser, result, 1, {maskTypeFor, valueTypeFor},
+                                                 "ptr [, mask [, other]]");
   if (failed(count))
     return failure();
   int32_t hasMask = *count > 1, hasOther = *count > 2;
