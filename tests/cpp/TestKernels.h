@@ -12,6 +12,18 @@ inline ops::KernelSpec vectorAddSpec(const std::string &dtype, int64_t block = 2
   return {"vector_add", {dtype}, {{"BLOCK_SIZE", block}, {"index_bits", indexBits}}};
 }
 
+inline ops::KernelSpec matmulSpec(const std::string &op, const std::string &in,
+                                  const std::string &out, int64_t blockM, int64_t blockN,
+                                  int64_t blockK, int64_t groupM = 4) {
+  return {op,
+          {in, out},
+          {{"BLOCK_M", blockM},
+           {"BLOCK_N", blockN},
+           {"BLOCK_K", blockK},
+           {"GROUP_M", groupM},
+           {"index_bits", 32}}};
+}
+
 } // namespace tile::testing
 
 #endif

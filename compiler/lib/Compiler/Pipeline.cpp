@@ -10,6 +10,7 @@
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
 #include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
@@ -43,8 +44,14 @@ void ::tile::buildCpuToLLVMPipeline(OpPassManager &pm) {
   expand.includeBf16 = true;
   pm.addPass(arith::createArithExpandOpsPass(expand));
   pm.addPass(createSCFToControlFlowPass());
-  pm.addPass(createConvertVectorToLLVMPass());
+  // Dots that were not fused with their loads become vector.contract; outer products
+  // keep them as a sequence of FMAs over k, like the fused microkernel.
+  ConvertVectorToLLVMPassOptions vectorOptions;
+  vectorOptions.vectorContractLowering = vector::VectorContractLowering::OuterProduct;
+  pm.addPass(createConvertVectorToLLVMPass(vectorOptions));
   pm.addPass(createConvertMathToLLVMPass());
+  // Vector unrolling starts N-D vectors from ub.poison.
+  pm.addPass(createUBToLLVMConversionPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());

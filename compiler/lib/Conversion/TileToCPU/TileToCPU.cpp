@@ -1,7 +1,7 @@
 #include "tile/Conversion/TileToCPU/TileToCPU.h"
 
+#include "CpuLowering.h"
 #include "tile/Conversion/Passes.h"
-#include "tile/Conversion/TileToCPU/AffineLanes.h"
 #include "tile/Dialect/Tile/IR/TileDialect.h"
 
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
@@ -16,75 +16,20 @@ namespace mlir::tile {
 
 using namespace mlir;
 using namespace mlir::tile;
+using namespace mlir::tile::cpu;
+
+CpuTypeConverter::CpuTypeConverter(MLIRContext *ctx) {
+  addConversion([](Type type) { return type; });
+  addConversion([ctx](PointerType) -> Type { return LLVM::LLVMPointerType::get(ctx); });
+  addConversion([this](RankedTensorType type) -> Type {
+    Type element = convertType(type.getElementType());
+    if (!element)
+      return {};
+    return VectorType::get(type.getShape(), element);
+  });
+}
 
 namespace {
-
-/// Block tensors become host vectors of the same shape; pointers become !llvm.ptr.
-class CpuTypeConverter : public TypeConverter {
-public:
-  explicit CpuTypeConverter(MLIRContext *ctx) {
-    addConversion([](Type type) { return type; });
-    addConversion([ctx](PointerType) -> Type { return LLVM::LLVMPointerType::get(ctx); });
-    addConversion([this](RankedTensorType type) -> Type {
-      Type element = convertType(type.getElementType());
-      if (!element)
-        return {};
-      return VectorType::get(type.getShape(), element);
-    });
-  }
-};
-
-unsigned elementBytes(Type type) {
-  if (isa<LLVM::LLVMPointerType>(type))
-    return 8;
-  return std::max(1u, type.getIntOrFloatBitWidth() / 8);
-}
-
-/// lanes.basePtr advanced by the scalar part of `lanes`, as one i64 element offset.
-Value contiguousBase(ConversionPatternRewriter &rewriter, Location loc, const AffineLanes &lanes,
-                     Type elementType) {
-  Type i64 = rewriter.getI64Type();
-  Value offset = arith::ConstantIntOp::create(rewriter, loc, i64, lanes.constant);
-  for (auto [term, coefficient] : lanes.terms) {
-    Value value = rewriter.getRemappedValue(term);
-    if (value.getType() != i64)
-      value = arith::ExtSIOp::create(rewriter, loc, i64, value);
-    if (coefficient != 1)
-      value = arith::MulIOp::create(
-          rewriter, loc, value, arith::ConstantIntOp::create(rewriter, loc, i64, coefficient));
-    offset = arith::AddIOp::create(rewriter, loc, offset, value);
-  }
-  Value base = rewriter.getRemappedValue(lanes.basePtr);
-  return LLVM::GEPOp::create(rewriter, loc, base.getType(), elementType, base,
-                             ArrayRef<LLVM::GEPArg>{offset});
-}
-
-std::optional<AffineLanes> contiguousLanes(Value ptrTensor) {
-  auto lanes = analyzeAffineLanes(ptrTensor);
-  auto type = cast<RankedTensorType>(ptrTensor.getType());
-  if (type.getRank() != 1 || !lanes || !lanes->basePtr || lanes->stride != 1)
-    return std::nullopt;
-  return lanes;
-}
-
-/// Emits `fullAccess` when every lane of `mask` is on and `maskedAccess` otherwise: whole
-/// blocks then take plain vector loads and stores, which the backend can emit for any
-/// element type, where a masked access of 16-bit lanes has no AVX2 instruction and is
-/// scalarized.
-Value branchOnFullMask(ConversionPatternRewriter &rewriter, Location loc, Value mask,
-                       TypeRange resultTypes,
-                       function_ref<Value(OpBuilder &, Location)> fullAccess,
-                       function_ref<Value(OpBuilder &, Location)> maskedAccess) {
-  Value allOn = vector::ReductionOp::create(rewriter, loc, vector::CombiningKind::AND, mask);
-  auto yieldOf = [&](function_ref<Value(OpBuilder &, Location)> access) {
-    return [access, &resultTypes](OpBuilder &b, Location l) {
-      Value result = access(b, l);
-      scf::YieldOp::create(b, l, resultTypes.empty() ? ValueRange{} : ValueRange{result});
-    };
-  };
-  auto branch = scf::IfOp::create(rewriter, loc, allOn, yieldOf(fullAccess), yieldOf(maskedAccess));
-  return resultTypes.empty() ? Value() : branch.getResult(0);
-}
 
 struct MakeRangeLowering : OpConversionPattern<MakeRangeOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -111,90 +56,38 @@ struct SplatLowering : OpConversionPattern<SplatOp> {
 struct AddPtrLowering : OpConversionPattern<AddPtrOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(AddPtrOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
     Type type = getTypeConverter()->convertType(op.getType());
     Type element = getTypeConverter()->convertType(getPointeeType(op.getType()));
-    rewriter.replaceOpWithNewOp<LLVM::GEPOp>(op, type, element, adaptor.getPtr(),
-                                             ArrayRef<LLVM::GEPArg>{adaptor.getOffset()});
-    return success();
-  }
-};
-
-struct LoadLowering : OpConversionPattern<LoadOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult matchAndRewrite(LoadOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    Type type = getTypeConverter()->convertType(op.getType());
     auto vectorType = dyn_cast<VectorType>(type);
-    Type element = vectorType ? vectorType.getElementType() : type;
-    unsigned align = elementBytes(element);
     if (!vectorType) {
-      rewriter.replaceOpWithNewOp<LLVM::LoadOp>(op, type, adaptor.getPtr(), align);
+      rewriter.replaceOpWithNewOp<LLVM::GEPOp>(op, type, element, adaptor.getPtr(),
+                                               ArrayRef<LLVM::GEPArg>{adaptor.getOffset()});
       return success();
     }
-    Value mask = adaptor.getMask();
-    Value other = adaptor.getOther();
-    if (!other)
-      other = arith::ConstantOp::create(rewriter, loc, type, rewriter.getZeroAttr(type));
-    if (auto lanes = contiguousLanes(op.getPtr())) {
-      Value base = contiguousBase(rewriter, loc, *lanes, element);
-      auto fullLoad = [&](OpBuilder &b, Location l) -> Value {
-        return LLVM::LoadOp::create(b, l, type, base, align);
-      };
-      if (!mask) {
-        rewriter.replaceOp(op, fullLoad(rewriter, loc));
-        return success();
-      }
-      auto maskedLoad = [&](OpBuilder &b, Location l) -> Value {
-        return LLVM::MaskedLoadOp::create(b, l, type, base, mask, other, align);
-      };
-      rewriter.replaceOp(op, branchOnFullMask(rewriter, loc, mask, type, fullLoad, maskedLoad));
-      return success();
-    }
-    if (!mask)
-      mask = arith::ConstantOp::create(
-          rewriter, loc, DenseElementsAttr::get(VectorType::get(vectorType.getShape(), rewriter.getI1Type()), true));
-    rewriter.replaceOpWithNewOp<LLVM::masked_gather>(op, type, adaptor.getPtr(), mask, other, align);
+    Value ptrs = flatten(rewriter, loc, adaptor.getPtr());
+    Value gep = LLVM::GEPOp::create(rewriter, loc, ptrs.getType(), element, ptrs,
+                                    ArrayRef<LLVM::GEPArg>{flatten(rewriter, loc, adaptor.getOffset())});
+    rewriter.replaceOp(op, reshapeTo(rewriter, loc, gep, vectorType));
     return success();
   }
 };
 
-struct StoreLowering : OpConversionPattern<StoreOp> {
+struct ExpandDimsLowering : OpConversionPattern<ExpandDimsOp> {
   using OpConversionPattern::OpConversionPattern;
-  LogicalResult matchAndRewrite(StoreOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    Value value = adaptor.getValue();
-    auto vectorType = dyn_cast<VectorType>(value.getType());
-    Type element = vectorType ? vectorType.getElementType() : value.getType();
-    unsigned align = elementBytes(element);
-    Value mask = adaptor.getMask();
-    if (!vectorType) {
-      LLVM::StoreOp::create(rewriter, loc, value, adaptor.getPtr(), align);
-      rewriter.eraseOp(op);
-      return success();
-    }
-    if (auto lanes = contiguousLanes(op.getPtr())) {
-      Value base = contiguousBase(rewriter, loc, *lanes, element);
-      auto fullStore = [&](OpBuilder &b, Location l) -> Value {
-        LLVM::StoreOp::create(b, l, value, base, align);
-        return {};
-      };
-      if (!mask) {
-        fullStore(rewriter, loc);
-      } else {
-        auto maskedStore = [&](OpBuilder &b, Location l) -> Value {
-          LLVM::MaskedStoreOp::create(b, l, value, base, mask, align);
-          return {};
-        };
-        branchOnFullMask(rewriter, loc, mask, {}, fullStore, maskedStore);
-      }
-      rewriter.eraseOp(op);
-      return success();
-    }
-    if (!mask)
-      mask = arith::ConstantOp::create(
-          rewriter, loc, DenseElementsAttr::get(VectorType::get(vectorType.getShape(), rewriter.getI1Type()), true));
-    LLVM::masked_scatter::create(rewriter, loc, value, adaptor.getPtr(), mask, align);
-    rewriter.eraseOp(op);
+  LogicalResult matchAndRewrite(ExpandDimsOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override {
+    auto type = cast<VectorType>(getTypeConverter()->convertType(op.getType()));
+    rewriter.replaceOp(op, reshapeTo(rewriter, op.getLoc(), adaptor.getSrc(), type));
+    return success();
+  }
+};
+
+struct BroadcastLowering : OpConversionPattern<BroadcastOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(BroadcastOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override {
+    Type type = getTypeConverter()->convertType(op.getType());
+    // vector.broadcast stretches size-1 dimensions as tile.broadcast does.
+    rewriter.replaceOpWithNewOp<vector::BroadcastOp>(op, type, adaptor.getSrc());
     return success();
   }
 };
@@ -271,8 +164,10 @@ struct ConvertTileToCPUPass : mlir::tile::impl::ConvertTileToCPUBase<ConvertTile
         [&](Operation *op) { return converter.isLegal(op); });
 
     RewritePatternSet patterns(ctx);
-    patterns.add<MakeRangeLowering, SplatLowering, AddPtrLowering, LoadLowering, StoreLowering>(
-        converter, ctx);
+    patterns.add<MakeRangeLowering, SplatLowering, AddPtrLowering, ExpandDimsLowering,
+                 BroadcastLowering>(converter, ctx);
+    cpu::populateMemoryAccessPatterns(converter, patterns);
+    cpu::populateDotPatterns(converter, patterns);
     patterns.add<ElementwiseTypeLowering>(converter, ctx);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns, converter);
     populateReturnOpTypeConversionPattern(patterns, converter);

@@ -111,5 +111,64 @@ void StoreOp::print(OpAsmPrinter &p) {
   p << " : " << getPtr().getType();
 }
 
+LogicalResult ExpandDimsOp::verify() {
+  auto src = getSrc().getType(), result = getResult().getType();
+  uint32_t axis = getAxis();
+  if (axis > src.getRank())
+    return emitOpError("axis ") << axis << " is out of range for a rank-" << src.getRank()
+                                << " tensor (expected 0.." << src.getRank() << ")";
+  SmallVector<int64_t> shape(src.getShape());
+  shape.insert(shape.begin() + axis, 1);
+  auto expected = RankedTensorType::get(shape, src.getElementType(), src.getEncoding());
+  if (result != expected)
+    return emitOpError("result type ") << result << " is not " << src << " with a size-1 axis "
+                                       << axis << " (expected " << expected << ")";
+  return success();
+}
+
+LogicalResult BroadcastOp::verify() {
+  auto src = getSrc().getType(), result = getResult().getType();
+  if (src.getElementType() != result.getElementType())
+    return emitOpError("element type changes from ")
+           << src.getElementType() << " to " << result.getElementType();
+  if (src.getRank() != result.getRank())
+    return emitOpError("source rank ") << src.getRank() << " differs from result rank "
+                                       << result.getRank() << "; use tile.expand_dims first";
+  for (auto [dim, from, to] : llvm::enumerate(src.getShape(), result.getShape()))
+    if (from != to && from != 1)
+      return emitOpError("dimension ") << dim << " of size " << from << " cannot broadcast to "
+                                       << to << " (only size-1 dimensions stretch)";
+  return success();
+}
+
+/// The accumulator element type that a dot of `input` elements must use.
+static Type accumulatorTypeFor(Type input) {
+  if (input.isInteger(8))
+    return IntegerType::get(input.getContext(), 32);
+  return Float32Type::get(input.getContext());
+}
+
+LogicalResult DotOp::verify() {
+  auto a = getA().getType(), b = getB().getType(), acc = getAcc().getType();
+  if (a.getRank() != 2 || b.getRank() != 2 || acc.getRank() != 2)
+    return emitOpError("operands must be 2-D, got ") << a << ", " << b << " and " << acc;
+  if (a.getElementType() != b.getElementType())
+    return emitOpError("a and b have different element types: ")
+           << a.getElementType() << " and " << b.getElementType();
+  if (a.getDimSize(1) != b.getDimSize(0))
+    return emitOpError("inner dimensions differ: a is ")
+           << a.getDimSize(0) << "x" << a.getDimSize(1) << ", b is " << b.getDimSize(0) << "x"
+           << b.getDimSize(1);
+  if (acc.getDimSize(0) != a.getDimSize(0) || acc.getDimSize(1) != b.getDimSize(1))
+    return emitOpError("accumulator shape ")
+           << acc.getDimSize(0) << "x" << acc.getDimSize(1) << " is not " << a.getDimSize(0)
+           << "x" << b.getDimSize(1);
+  Type expected = accumulatorTypeFor(a.getElementType());
+  if (acc.getElementType() != expected)
+    return emitOpError("a dot of ") << a.getElementType() << " accumulates in " << expected
+                                    << ", got " << acc.getElementType();
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "tile/Dialect/Tile/IR/TileOps.cpp.inc"

@@ -111,4 +111,57 @@ def Tile_StoreOp : Tile_Op<"store", [MemoryEffects<[MemWrite<DefaultResource>]>]
   let hasVerifier = 1;
 }
 
+def Tile_ExpandDimsOp : Tile_Op<"expand_dims", [Pure]> {
+  let summary = "Insert a dimension of size 1 into a tensor";
+  let description = [{
+    The result has the elements of `src` with a new dimension of size 1 at `axis`, as
+    `x[:, None]` (axis 1) and `x[None, :]` (axis 0) in Triton and NumPy.
+
+    ```mlir
+    %col = tile.expand_dims %rows {axis = 1 : i32} : tensor<64xi32> -> tensor<64x1xi32>
+    ```
+  }];
+  let arguments = (ins Tile_Tensor:$src, ConfinedAttr<I32Attr, [IntMinValue<0>]>:$axis);
+  let results = (outs Tile_Tensor:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tile_BroadcastOp : Tile_Op<"broadcast", [Pure]> {
+  let summary = "Stretch the size-1 dimensions of a tensor";
+  let description = [{
+    Source and result have the same rank and element type; every source dimension is
+    either the result's size or 1, and a size-1 dimension repeats along the result's.
+    Elementwise ops take operands of one shape, so a program broadcasts explicitly.
+
+    ```mlir
+    %tile = tile.broadcast %col : tensor<64x1xi32> -> tensor<64x32xi32>
+    ```
+  }];
+  let arguments = (ins Tile_Tensor:$src);
+  let results = (outs Tile_Tensor:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tile_DotOp : Tile_Op<"dot", [Pure,
+    AllTypesMatch<["acc", "result"]>]> {
+  let summary = "Matrix product of two 2-D blocks added to an accumulator";
+  let description = [{
+    `result = a @ b + acc`, with `a` of shape MxK and `b` of shape KxN. Products are
+    formed and summed in the accumulator's type: f32 for f16, bf16 and f32 inputs, i32
+    for i8 inputs, so a K loop keeps full precision until the program casts the result.
+
+    ```mlir
+    %d = tile.dot %a, %b, %c : tensor<64x32xf16>, tensor<32x64xf16> -> tensor<64x64xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[F16, BF16, F32, I8]>:$a,
+                       RankedTensorOf<[F16, BF16, F32, I8]>:$b,
+                       RankedTensorOf<[F32, I32]>:$acc);
+  let results = (outs RankedTensorOf<[F32, I32]>:$result);
+  let assemblyFormat = "$a `,` $b `,` $acc attr-dict `:` type($a) `,` type($b) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 #endif // TILE_OPS_TD

@@ -1,0 +1,50 @@
+// Pieces shared by the patterns of convert-tile-to-cpu (internal to the conversion).
+#ifndef TILE_LIB_CONVERSION_TILETOCPU_CPULOWERING_H
+#define TILE_LIB_CONVERSION_TILETOCPU_CPULOWERING_H
+
+#include "tile/Conversion/TileToCPU/AffineLanes.h"
+#include "tile/Dialect/Tile/IR/TileDialect.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace mlir::tile::cpu {
+
+/// Block tensors become host vectors of the same shape; pointers become !llvm.ptr.
+class CpuTypeConverter : public TypeConverter {
+public:
+  explicit CpuTypeConverter(MLIRContext *ctx);
+};
+
+unsigned elementBytes(Type type);
+
+/// `v` as a 1-D vector (LLVM's gathers, scatters and GEPs take no N-D vectors), and back.
+Value flatten(OpBuilder &builder, Location loc, Value v);
+Value reshapeTo(OpBuilder &builder, Location loc, Value v, VectorType type);
+
+/// i1 that is true when every lane of `mask` is on; `originalMask` is the tile-IR value,
+/// whose per-dimension bounds (when it has them) cost a few scalar compares instead of a
+/// reduction over the whole mask. True when there is no mask.
+Value allLanesOn(ConversionPatternRewriter &rewriter, Location loc, Value originalMask,
+                 Value mask, ArrayRef<int64_t> shape);
+
+/// How many leading lanes of dimension `dim` (of size `size`) the bounds switch on, as i64.
+Value validLanes(ConversionPatternRewriter &rewriter, Location loc, const LaneBounds &bounds,
+                 unsigned dim, int64_t size);
+
+/// `basePtr + offset` of analyzed lanes, as an !llvm.ptr to `elementType`.
+Value offsetBase(ConversionPatternRewriter &rewriter, Location loc, const AffineLanes &lanes,
+                 Type elementType);
+
+/// True when `load` only feeds dots that read its memory directly (see DotLowering.cpp),
+/// so the load itself needs no code.
+bool isFusedIntoDots(LoadOp load);
+
+void populateMemoryAccessPatterns(const TypeConverter &converter, RewritePatternSet &patterns);
+void populateDotPatterns(const TypeConverter &converter, RewritePatternSet &patterns);
+
+} // namespace mlir::tile::cpu
+
+#endif

@@ -1,0 +1,265 @@
+// tile.dot on the CPU.
+//
+// When both operands are blocks loaded from affine addresses with per-dimension masks,
+// the dot reads them straight from memory, in the order of a register-blocked GEMM
+// microkernel: for each k, the accumulator rows take one FMA each with a row of b
+// (a vector load) scaled by one element of a (a broadcast). The accumulator stays in
+// vector registers across the K loop of the program, and the loaded blocks are never
+// built as vectors. Full blocks with a unit-stride b row take plain vector loads;
+// blocks at the edges of the matrices mask every element as the loads would have.
+//
+// Any other dot widens its operands to the accumulator type and becomes a
+// vector.contract, lowered to the same outer products by the LLVM stage.
+#include "CpuLowering.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Utils/StructuredOpsUtils.h"
+#include "mlir/IR/AffineMap.h"
+#include "mlir/IR/Matchers.h"
+
+using namespace mlir;
+using namespace mlir::tile;
+using namespace mlir::tile::cpu;
+
+namespace {
+
+/// A 2-D block that a dot reads from memory instead of from a loaded vector.
+struct StridedBlock {
+  AffineLanes lanes;
+  LaneBounds bounds;
+  TypedAttr other; // the value of masked-off lanes; null means zero
+};
+
+std::optional<StridedBlock> stridedBlockOf(Value operand) {
+  auto load = operand.getDefiningOp<LoadOp>();
+  if (!load)
+    return std::nullopt;
+  StridedBlock block;
+  auto lanes = analyzeAffineLanes(load.getPtr());
+  if (!lanes || !lanes->basePtr || lanes->strides.size() != 2)
+    return std::nullopt;
+  block.lanes = *lanes;
+  if (Value mask = load.getMask()) {
+    auto bounds = analyzeLaneBounds(mask);
+    if (!bounds)
+      return std::nullopt;
+    block.bounds = *bounds;
+  } else {
+    block.bounds.upper.resize(2);
+  }
+  if (Value other = load.getOther()) {
+    DenseElementsAttr dense;
+    if (!matchPattern(other, m_Constant(&dense)) || !dense.isSplat())
+      return std::nullopt;
+    block.other = dense.getSplatValue<TypedAttr>();
+  }
+  return block;
+}
+
+bool readsOperandsFromMemory(DotOp dot) {
+  return stridedBlockOf(dot.getA()) && stridedBlockOf(dot.getB());
+}
+
+/// The microkernel's view of one operand, materialized before the K loop.
+struct OperandView {
+  Value base;                // element (0, 0)
+  Value rowStride, colStride; // in elements, i64
+  Value validRows, validCols; // leading lanes the mask keeps, i64
+  Value other;               // scalar of the element type
+  Type element;
+};
+
+OperandView viewOf(ConversionPatternRewriter &rewriter, Location loc, const StridedBlock &block,
+                   RankedTensorType type) {
+  auto remap = [&](Value v) { return rewriter.getRemappedValue(v); };
+  OperandView view;
+  view.element = type.getElementType();
+  view.base = offsetBase(rewriter, loc, block.lanes, view.element);
+  view.rowStride = block.lanes.strides[0].materialize(rewriter, loc, remap);
+  view.colStride = block.lanes.strides[1].materialize(rewriter, loc, remap);
+  view.validRows = validLanes(rewriter, loc, block.bounds, 0, type.getDimSize(0));
+  view.validCols = validLanes(rewriter, loc, block.bounds, 1, type.getDimSize(1));
+  TypedAttr other = block.other ? block.other : cast<TypedAttr>(rewriter.getZeroAttr(view.element));
+  view.other = arith::ConstantOp::create(rewriter, loc, other);
+  return view;
+}
+
+Value widen(OpBuilder &b, Location loc, Value value, Type accElement) {
+  Type type = value.getType();
+  Type target = accElement;
+  if (auto vector = dyn_cast<VectorType>(type))
+    target = vector.clone(accElement);
+  if (type == target)
+    return value;
+  if (isa<FloatType>(accElement))
+    return arith::ExtFOp::create(b, loc, target, value);
+  return arith::ExtSIOp::create(b, loc, target, value);
+}
+
+Value multiplyAdd(OpBuilder &b, Location loc, Value x, Value y, Value acc) {
+  if (isa<FloatType>(getElementTypeOrSelf(acc)))
+    return vector::FMAOp::create(b, loc, x, y, acc);
+  return arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, x, y), acc);
+}
+
+Value i64Constant(OpBuilder &b, Location loc, int64_t value) {
+  return arith::ConstantIntOp::create(b, loc, b.getI64Type(), value);
+}
+
+/// One K loop over the block: rows[i] += a[i, k] * b[k, :] for k in [0, K).
+/// `fullBlocks` selects unmasked loads (and a unit-stride b row); otherwise every
+/// element is masked as the loads specified.
+SmallVector<Value> microkernel(OpBuilder &b, Location loc, const OperandView &a,
+                               const OperandView &bView, ValueRange accRows, int64_t k,
+                               bool fullBlocks) {
+  auto rowType = cast<VectorType>(accRows.front().getType());
+  int64_t n = rowType.getDimSize(0);
+  Type accElement = rowType.getElementType();
+  auto bRowType = VectorType::get({n}, bView.element);
+  auto ptrType = a.base.getType();
+  unsigned aAlign = elementBytes(a.element), bAlign = elementBytes(bView.element);
+  Value lanes, laneOffsets, colsOn, bOther;
+  if (!fullBlocks) {
+    SmallVector<int64_t> iota = llvm::to_vector(llvm::seq<int64_t>(0, n));
+    auto laneType = VectorType::get({n}, b.getI64Type());
+    lanes = arith::ConstantOp::create(b, loc, laneType, b.getI64VectorAttr(iota));
+    laneOffsets = arith::MulIOp::create(
+        b, loc, lanes, vector::BroadcastOp::create(b, loc, laneType, bView.colStride));
+    colsOn = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, lanes,
+                                   vector::BroadcastOp::create(b, loc, laneType, bView.validCols));
+    bOther = vector::BroadcastOp::create(b, loc, bRowType, bView.other);
+  }
+  auto loop = scf::ForOp::create(
+      b, loc, i64Constant(b, loc, 0), i64Constant(b, loc, k), i64Constant(b, loc, 1), accRows,
+      [&](OpBuilder &b, Location loc, Value kk, ValueRange rows) {
+        Value bRowPtr = LLVM::GEPOp::create(
+            b, loc, ptrType, bView.element, bView.base,
+            ArrayRef<LLVM::GEPArg>{Value(arith::MulIOp::create(b, loc, kk, bView.rowStride))});
+        Value bRow;
+        if (fullBlocks) {
+          bRow = LLVM::LoadOp::create(b, loc, bRowType, bRowPtr, bAlign);
+        } else {
+          Value kOn = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, kk, bView.validRows);
+          Value mask = arith::AndIOp::create(
+              b, loc, colsOn, vector::BroadcastOp::create(b, loc, colsOn.getType(), kOn));
+          auto ptrs = LLVM::GEPOp::create(b, loc, VectorType::get({n}, ptrType), bView.element,
+                                          bRowPtr, ArrayRef<LLVM::GEPArg>{laneOffsets});
+          bRow = LLVM::masked_gather::create(b, loc, bRowType, ptrs, mask, bOther, bAlign);
+        }
+        bRow = widen(b, loc, bRow, accElement);
+        Value aColumn = arith::MulIOp::create(b, loc, kk, a.colStride);
+        Value kInA;
+        if (!fullBlocks)
+          kInA = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, kk, a.validCols);
+        SmallVector<Value> next;
+        for (auto [i, row] : llvm::enumerate(rows)) {
+          Value offset = arith::AddIOp::create(
+              b, loc, arith::MulIOp::create(b, loc, i64Constant(b, loc, i), a.rowStride), aColumn);
+          Value ptr = LLVM::GEPOp::create(b, loc, ptrType, a.element, a.base,
+                                          ArrayRef<LLVM::GEPArg>{offset});
+          Value scalar;
+          if (fullBlocks) {
+            scalar = LLVM::LoadOp::create(b, loc, a.element, ptr, aAlign);
+          } else {
+            Value rowOn = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                                i64Constant(b, loc, i), a.validRows);
+            Value on = arith::AndIOp::create(b, loc, rowOn, kInA);
+            auto guarded = scf::IfOp::create(
+                b, loc, on,
+                [&](OpBuilder &b, Location loc) {
+                  scf::YieldOp::create(b, loc, Value(LLVM::LoadOp::create(b, loc, a.element, ptr, aAlign)));
+                },
+                [&](OpBuilder &b, Location loc) { scf::YieldOp::create(b, loc, a.other); });
+            scalar = guarded.getResult(0);
+          }
+          Value splat = vector::BroadcastOp::create(b, loc, rowType, widen(b, loc, scalar, accElement));
+          next.push_back(multiplyAdd(b, loc, splat, bRow, row));
+        }
+        scf::YieldOp::create(b, loc, next);
+      });
+  return SmallVector<Value>(loop.getResults());
+}
+
+struct DotLowering : OpConversionPattern<DotOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override {
+    if (readsOperandsFromMemory(op))
+      return lowerFromMemory(op, adaptor, rewriter);
+    return lowerAsContract(op, adaptor, rewriter);
+  }
+
+  LogicalResult lowerFromMemory(DotOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const {
+    Location loc = op.getLoc();
+    auto aType = op.getA().getType(), bType = op.getB().getType();
+    int64_t m = aType.getDimSize(0), k = aType.getDimSize(1), n = bType.getDimSize(1);
+    OperandView a = viewOf(rewriter, loc, *stridedBlockOf(op.getA()), aType);
+    OperandView b = viewOf(rewriter, loc, *stridedBlockOf(op.getB()), bType);
+    auto eq = [&](Value x, int64_t y) -> Value {
+      return arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, x,
+                                   i64Constant(rewriter, loc, y));
+    };
+    Value full = eq(b.colStride, 1);
+    for (Value on : {eq(a.validRows, m), eq(a.validCols, k), eq(b.validRows, k), eq(b.validCols, n)})
+      full = arith::AndIOp::create(rewriter, loc, full, on);
+
+    Value acc = adaptor.getAcc();
+    auto accType = cast<VectorType>(acc.getType());
+    SmallVector<Value> rows;
+    for (int64_t i = 0; i < m; ++i)
+      rows.push_back(vector::ExtractOp::create(rewriter, loc, acc, ArrayRef<int64_t>{i}));
+    SmallVector<Type> rowTypes(m, rows.front().getType());
+    auto branch = scf::IfOp::create(
+        rewriter, loc, full,
+        [&](OpBuilder &builder, Location l) {
+          scf::YieldOp::create(builder, l, microkernel(builder, l, a, b, rows, k, true));
+        },
+        [&](OpBuilder &builder, Location l) {
+          scf::YieldOp::create(builder, l, microkernel(builder, l, a, b, rows, k, false));
+        });
+    Value result = arith::ConstantOp::create(rewriter, loc, accType, rewriter.getZeroAttr(accType));
+    for (auto [i, row] : llvm::enumerate(branch.getResults()))
+      result = vector::InsertOp::create(rewriter, loc, row, result, ArrayRef<int64_t>{int64_t(i)});
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+
+  LogicalResult lowerAsContract(DotOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const {
+    Location loc = op.getLoc();
+    Value acc = adaptor.getAcc();
+    Type accElement = cast<VectorType>(acc.getType()).getElementType();
+    Value a = widen(rewriter, loc, adaptor.getA(), accElement);
+    Value b = widen(rewriter, loc, adaptor.getB(), accElement);
+    MLIRContext *ctx = rewriter.getContext();
+    AffineExpr i, j, kk;
+    bindDims(ctx, i, j, kk);
+    SmallVector<AffineMap> maps = {AffineMap::get(3, 0, {i, kk}, ctx),
+                                   AffineMap::get(3, 0, {kk, j}, ctx),
+                                   AffineMap::get(3, 0, {i, j}, ctx)};
+    auto iterators = rewriter.getArrayAttr(
+        {vector::IteratorTypeAttr::get(ctx, vector::IteratorType::parallel),
+         vector::IteratorTypeAttr::get(ctx, vector::IteratorType::parallel),
+         vector::IteratorTypeAttr::get(ctx, vector::IteratorType::reduction)});
+    rewriter.replaceOpWithNewOp<vector::ContractionOp>(op, a, b, acc,
+                                                       rewriter.getAffineMapArrayAttr(maps),
+                                                       iterators);
+    return success();
+  }
+};
+
+} // namespace
+
+bool mlir::tile::cpu::isFusedIntoDots(LoadOp load) {
+  if (load->use_empty())
+    return false;
+  for (OpOperand &use : load->getUses()) {
+    auto dot = dyn_cast<DotOp>(use.getOwner());
+    if (!dot || use.getOperandNumber() == 2 || !readsOperandsFromMemory(dot))
+      return false;
+  }
+  return true;
+}
+
+void mlir::tile::cpu::populateDotPatterns(const TypeConverter &converter,
+                                          RewritePatternSet &patterns) {
+  patterns.add<DotLowering>(converter, patterns.getContext());
+}

@@ -1,0 +1,275 @@
+// tile.load and tile.store on the CPU. Where the pointer tensor is affine in its lanes,
+// a whole block moves as vector loads and stores (one per row of an N-D block, which
+// needs unit stride along the last dimension); other blocks, and blocks whose mask has
+// some lanes off, fall back to LLVM's masked loads, gathers and scatters.
+#include "CpuLowering.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/Matchers.h"
+
+using namespace mlir;
+using namespace mlir::tile;
+using namespace mlir::tile::cpu;
+
+namespace {
+
+/// Past this many rows a block is not unrolled into row accesses.
+constexpr int64_t kMaxUnrolledRows = 512;
+
+std::optional<AffineLanes> pointerLanes(Value ptrTensor) {
+  auto lanes = analyzeAffineLanes(ptrTensor);
+  if (!lanes || !lanes->basePtr)
+    return std::nullopt;
+  return lanes;
+}
+
+/// True when the last dimension may have unit stride; the check, if it needs one at
+/// run time, is folded into the branch condition.
+bool lastStrideMayBeOne(const AffineLanes &lanes) {
+  auto stride = lanes.strides.back().getConstant();
+  return !stride || *stride == 1;
+}
+
+Value lastStrideIsOne(ConversionPatternRewriter &rewriter, Location loc, const AffineLanes &lanes) {
+  if (lanes.strides.back().getConstant() == 1)
+    return arith::ConstantIntOp::create(rewriter, loc, 1, 1);
+  Value stride = lanes.strides.back().materialize(
+      rewriter, loc, [&](Value v) { return rewriter.getRemappedValue(v); });
+  return arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, stride,
+                               arith::ConstantIntOp::create(rewriter, loc, rewriter.getI64Type(), 1));
+}
+
+/// Calls `access(rowPointer, position)` for every row of an N-D block, where `position`
+/// indexes the row in the block's outer dimensions.
+void forEachRow(ConversionPatternRewriter &rewriter, Location loc, const AffineLanes &lanes,
+                Type elementType, ArrayRef<int64_t> shape,
+                function_ref<void(Value, ArrayRef<int64_t>)> access) {
+  auto remap = [&](Value v) { return rewriter.getRemappedValue(v); };
+  Value base = offsetBase(rewriter, loc, lanes, elementType);
+  SmallVector<Value> strides;
+  for (const auto &stride : ArrayRef(lanes.strides).drop_back())
+    strides.push_back(stride.materialize(rewriter, loc, remap));
+  ArrayRef<int64_t> outer = shape.drop_back();
+  SmallVector<int64_t> position(outer.size(), 0);
+  int64_t rows = 1;
+  for (int64_t size : outer)
+    rows *= size;
+  Type i64 = rewriter.getI64Type();
+  for (int64_t row = 0; row < rows; ++row) {
+    Value offset = arith::ConstantIntOp::create(rewriter, loc, i64, 0);
+    for (auto [index, stride] : llvm::zip(position, strides))
+      offset = arith::AddIOp::create(
+          rewriter, loc, offset,
+          arith::MulIOp::create(rewriter, loc, stride,
+                                arith::ConstantIntOp::create(rewriter, loc, i64, index)));
+    Value rowPtr = LLVM::GEPOp::create(rewriter, loc, base.getType(), elementType, base,
+                                       ArrayRef<LLVM::GEPArg>{offset});
+    access(rowPtr, position);
+    for (int64_t dim = outer.size() - 1; dim >= 0; --dim) {
+      if (++position[dim] < outer[dim])
+        break;
+      position[dim] = 0;
+    }
+  }
+}
+
+/// A 1-D block at unit stride: a partial one still takes one masked vector access.
+bool isContiguousRow(const AffineLanes &lanes, ArrayRef<int64_t> shape) {
+  return shape.size() == 1 && lanes.strides[0].getConstant() == 1;
+}
+
+bool rowsUnrollable(ArrayRef<int64_t> shape) {
+  int64_t rows = 1;
+  for (int64_t size : shape.drop_back())
+    rows *= size;
+  return rows <= kMaxUnrolledRows;
+}
+
+Value allOnMask(OpBuilder &builder, Location loc, ArrayRef<int64_t> shape) {
+  return arith::ConstantOp::create(
+      builder, loc, DenseElementsAttr::get(VectorType::get(shape, builder.getI1Type()), true));
+}
+
+Value gather(OpBuilder &b, Location loc, VectorType type, Value ptrs, Value mask, Value other,
+             unsigned align) {
+  auto flatType = VectorType::get({type.getNumElements()}, type.getElementType());
+  Value flat = LLVM::masked_gather::create(b, loc, flatType, flatten(b, loc, ptrs),
+                                           flatten(b, loc, mask), flatten(b, loc, other), align);
+  return reshapeTo(b, loc, flat, type);
+}
+
+struct LoadLowering : OpConversionPattern<LoadOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(LoadOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Type type = getTypeConverter()->convertType(op.getType());
+    auto vectorType = dyn_cast<VectorType>(type);
+    if (!vectorType) {
+      Type element = type;
+      rewriter.replaceOpWithNewOp<LLVM::LoadOp>(op, type, adaptor.getPtr(), elementBytes(element));
+      return success();
+    }
+    if (isFusedIntoDots(op)) {
+      rewriter.replaceOpWithNewOp<arith::ConstantOp>(op, type, rewriter.getZeroAttr(type));
+      return success();
+    }
+    Type element = vectorType.getElementType();
+    unsigned align = elementBytes(element);
+    ArrayRef<int64_t> shape = vectorType.getShape();
+    Value mask = adaptor.getMask() ? adaptor.getMask() : allOnMask(rewriter, loc, shape);
+    Value other = adaptor.getOther();
+    if (!other)
+      other = arith::ConstantOp::create(rewriter, loc, type, rewriter.getZeroAttr(type));
+    auto slowLoad = [&](OpBuilder &b, Location l) -> Value {
+      return gather(b, l, vectorType, adaptor.getPtr(), mask, other, align);
+    };
+    auto lanes = pointerLanes(op.getPtr());
+    if (!lanes || !lastStrideMayBeOne(*lanes) || !rowsUnrollable(shape)) {
+      rewriter.replaceOp(op, slowLoad(rewriter, loc));
+      return success();
+    }
+    Value full = arith::AndIOp::create(
+        rewriter, loc, allLanesOn(rewriter, loc, op.getMask(), adaptor.getMask(), shape),
+        lastStrideIsOne(rewriter, loc, *lanes));
+    auto branch = scf::IfOp::create(rewriter, loc, type, full, /*withElse=*/true);
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(branch.thenBlock());
+      auto rowType = VectorType::get({shape.back()}, element);
+      Value block = arith::ConstantOp::create(rewriter, loc, type, rewriter.getZeroAttr(type));
+      forEachRow(rewriter, loc, *lanes, element, shape, [&](Value rowPtr, ArrayRef<int64_t> at) {
+        Value row = LLVM::LoadOp::create(rewriter, loc, rowType, rowPtr, align);
+        block = at.empty() ? row : vector::InsertOp::create(rewriter, loc, row, block, at);
+      });
+      scf::YieldOp::create(rewriter, loc, block);
+      rewriter.setInsertionPointToStart(branch.elseBlock());
+      Value partial;
+      if (isContiguousRow(*lanes, shape))
+        partial = LLVM::MaskedLoadOp::create(rewriter, loc, type,
+                                             offsetBase(rewriter, loc, *lanes, element), mask,
+                                             other, align);
+      else
+        partial = slowLoad(rewriter, loc);
+      scf::YieldOp::create(rewriter, loc, partial);
+    }
+    rewriter.replaceOp(op, branch.getResult(0));
+    return success();
+  }
+};
+
+struct StoreLowering : OpConversionPattern<StoreOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(StoreOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value value = adaptor.getValue();
+    auto vectorType = dyn_cast<VectorType>(value.getType());
+    Type element = vectorType ? vectorType.getElementType() : value.getType();
+    unsigned align = elementBytes(element);
+    if (!vectorType) {
+      LLVM::StoreOp::create(rewriter, loc, value, adaptor.getPtr(), align);
+      rewriter.eraseOp(op);
+      return success();
+    }
+    ArrayRef<int64_t> shape = vectorType.getShape();
+    Value mask = adaptor.getMask() ? adaptor.getMask() : allOnMask(rewriter, loc, shape);
+    auto slowStore = [&](OpBuilder &b, Location l) {
+      LLVM::masked_scatter::create(b, l, flatten(b, l, value), flatten(b, l, adaptor.getPtr()),
+                                   flatten(b, l, mask), align);
+    };
+    auto lanes = pointerLanes(op.getPtr());
+    if (!lanes || !lastStrideMayBeOne(*lanes) || !rowsUnrollable(shape)) {
+      slowStore(rewriter, loc);
+      rewriter.eraseOp(op);
+      return success();
+    }
+    Value full = arith::AndIOp::create(
+        rewriter, loc, allLanesOn(rewriter, loc, op.getMask(), adaptor.getMask(), shape),
+        lastStrideIsOne(rewriter, loc, *lanes));
+    auto branch = scf::IfOp::create(rewriter, loc, TypeRange{}, full, /*withElse=*/true);
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPoint(branch.thenBlock()->getTerminator());
+      forEachRow(rewriter, loc, *lanes, element, shape, [&](Value rowPtr, ArrayRef<int64_t> at) {
+        Value row = at.empty() ? value : vector::ExtractOp::create(rewriter, loc, value, at);
+        LLVM::StoreOp::create(rewriter, loc, row, rowPtr, align);
+      });
+      rewriter.setInsertionPoint(branch.elseBlock()->getTerminator());
+      if (isContiguousRow(*lanes, shape))
+        LLVM::MaskedStoreOp::create(rewriter, loc, value,
+                                    offsetBase(rewriter, loc, *lanes, element), mask, align);
+      else
+        slowStore(rewriter, loc);
+    }
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+} // namespace
+
+unsigned mlir::tile::cpu::elementBytes(Type type) {
+  if (isa<LLVM::LLVMPointerType>(type))
+    return 8;
+  return std::max(1u, type.getIntOrFloatBitWidth() / 8);
+}
+
+Value mlir::tile::cpu::flatten(OpBuilder &builder, Location loc, Value v) {
+  auto type = cast<VectorType>(v.getType());
+  if (type.getRank() == 1)
+    return v;
+  return vector::ShapeCastOp::create(
+      builder, loc, VectorType::get({type.getNumElements()}, type.getElementType()), v);
+}
+
+Value mlir::tile::cpu::reshapeTo(OpBuilder &builder, Location loc, Value v, VectorType type) {
+  if (v.getType() == type)
+    return v;
+  return vector::ShapeCastOp::create(builder, loc, type, v);
+}
+
+Value mlir::tile::cpu::validLanes(ConversionPatternRewriter &rewriter, Location loc,
+                                  const LaneBounds &bounds, unsigned dim, int64_t size) {
+  Type i64 = rewriter.getI64Type();
+  Value count = arith::ConstantIntOp::create(rewriter, loc, i64, size);
+  for (const auto &bound : bounds.upper[dim]) {
+    Value limit = bound.materialize(rewriter, loc, [&](Value v) { return rewriter.getRemappedValue(v); });
+    count = arith::MinSIOp::create(rewriter, loc, count, limit);
+  }
+  return arith::MaxSIOp::create(rewriter, loc, count,
+                                arith::ConstantIntOp::create(rewriter, loc, i64, 0));
+}
+
+Value mlir::tile::cpu::allLanesOn(ConversionPatternRewriter &rewriter, Location loc,
+                                  Value originalMask, Value mask, ArrayRef<int64_t> shape) {
+  Value on = arith::ConstantIntOp::create(rewriter, loc, 1, 1);
+  if (!originalMask)
+    return on;
+  if (auto bounds = analyzeLaneBounds(originalMask)) {
+    Type i64 = rewriter.getI64Type();
+    for (auto [dim, size] : llvm::enumerate(shape)) {
+      if (bounds->upper[dim].empty())
+        continue;
+      Value full = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
+                                         validLanes(rewriter, loc, *bounds, dim, size),
+                                         arith::ConstantIntOp::create(rewriter, loc, i64, size));
+      on = arith::AndIOp::create(rewriter, loc, on, full);
+    }
+    return on;
+  }
+  return vector::ReductionOp::create(rewriter, loc, vector::CombiningKind::AND,
+                                     flatten(rewriter, loc, mask));
+}
+
+Value mlir::tile::cpu::offsetBase(ConversionPatternRewriter &rewriter, Location loc,
+                                  const AffineLanes &lanes, Type elementType) {
+  Value offset = lanes.offset.materialize(rewriter, loc,
+                                          [&](Value v) { return rewriter.getRemappedValue(v); });
+  Value base = rewriter.getRemappedValue(lanes.basePtr);
+  return LLVM::GEPOp::create(rewriter, loc, base.getType(), elementType, base,
+                             ArrayRef<LLVM::GEPArg>{offset});
+}
+
+void mlir::tile::cpu::populateMemoryAccessPatterns(const TypeConverter &converter,
+                                                   RewritePatternSet &patterns) {
+  patterns.add<LoadLowering, StoreLowering>(converter, patterns.getContext());
+}

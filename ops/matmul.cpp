@@ -1,0 +1,206 @@
+// C = epilogue(A @ B) for matmul and matmul_leaky_relu: one generator, one tile program.
+//
+// Program instance p computes the BLOCK_M x BLOCK_N block of C at (pid_m, pid_n), where
+// programs are ordered in groups of GROUP_M block rows (so consecutive programs share
+// columns of B and rows of A in cache), and walks K in BLOCK_K steps with an f32 (i32
+// for int8) accumulator. The epilogue acts on the accumulator before the cast to the
+// output type, so leaky_relu sees the exact sum that torch's matmul would round.
+//
+// Arguments: a, b, c, M, N, K, then the strides (in elements) of a, b and c along their
+// two dimensions, then negative_slope (f32) for matmul_leaky_relu. Strides are
+// arguments, so transposed and sliced views need no copy.
+#include "ops/KernelSpec.h"
+
+#include "tile/Dialect/Tile/IR/TileDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+
+#include <stdexcept>
+
+using namespace mlir;
+
+namespace tile::ops {
+namespace {
+
+namespace tt = mlir::tile;
+
+/// Builds the tile program with typed helpers for the block shapes it uses.
+class MatmulBuilder {
+public:
+  MatmulBuilder(OpBuilder &b, Location loc, Type index) : b(b), loc(loc), index(index) {}
+
+  Value constant(int64_t value) { return arith::ConstantIntOp::create(b, loc, index, value); }
+
+  Value ceilDiv(Value x, int64_t y) {
+    return arith::DivSIOp::create(b, loc, arith::AddIOp::create(b, loc, x, constant(y - 1)),
+                                  constant(y));
+  }
+
+  /// start + [0, size) as a 1-D block of the index type.
+  Value lanes(Value start, int64_t size) {
+    Value range = tt::MakeRangeOp::create(b, loc, blockOf({size}, b.getI32Type()), 0, size);
+    if (index != b.getI32Type())
+      range = arith::ExtSIOp::create(b, loc, blockOf({size}, index), range);
+    return arith::AddIOp::create(b, loc, splat(start, {size}), range);
+  }
+
+  Value splat(Value scalar, ArrayRef<int64_t> shape) {
+    return tt::SplatOp::create(b, loc, blockOf(shape, scalar.getType()), scalar);
+  }
+
+  /// x[:, None] (axis 1) or x[None, :] (axis 0), stretched to `shape`.
+  Value spread(Value x, int axis, ArrayRef<int64_t> shape) {
+    auto type = cast<RankedTensorType>(x.getType());
+    SmallVector<int64_t> expanded(type.getShape());
+    expanded.insert(expanded.begin() + axis, 1);
+    Value column = tt::ExpandDimsOp::create(b, loc, blockOf(expanded, type.getElementType()), x,
+                                            axis);
+    return tt::BroadcastOp::create(b, loc, blockOf(shape, type.getElementType()), column);
+  }
+
+  /// The pointers base + rows[:, None] * rowStride + cols[None, :] * colStride and the
+  /// mask rows[:, None] < rowCount & cols[None, :] < colCount of a 2-D block.
+  std::pair<Value, Value> block(Value base, Value rows, Value rowStride, Value rowCount,
+                                Value cols, Value colStride, Value colCount) {
+    int64_t height = cast<RankedTensorType>(rows.getType()).getDimSize(0);
+    int64_t width = cast<RankedTensorType>(cols.getType()).getDimSize(0);
+    SmallVector<int64_t> shape = {height, width};
+    Value rowOffsets = arith::MulIOp::create(b, loc, rows, splat(rowStride, {height}));
+    Value colOffsets = arith::MulIOp::create(b, loc, cols, splat(colStride, {width}));
+    Value offsets = arith::AddIOp::create(b, loc, spread(rowOffsets, 1, shape),
+                                          spread(colOffsets, 0, shape));
+    Value ptrs = tt::AddPtrOp::create(b, loc, blockOf(shape, base.getType()),
+                                      splat(base, shape), offsets);
+    Value rowsIn = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, rows,
+                                         splat(rowCount, {height}));
+    Value colsIn = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, cols,
+                                         splat(colCount, {width}));
+    Value mask = arith::AndIOp::create(b, loc, spread(rowsIn, 1, shape), spread(colsIn, 0, shape));
+    return {ptrs, mask};
+  }
+
+  RankedTensorType blockOf(ArrayRef<int64_t> shape, Type element) {
+    return RankedTensorType::get(shape, element);
+  }
+
+  OpBuilder &b;
+  Location loc;
+  Type index;
+};
+
+/// leaky_relu(x) = x where x > 0, else x * negative_slope, as torch computes it (NaN
+/// stays NaN).
+Value leakyRelu(OpBuilder &b, Location loc, Value acc, Value slope) {
+  auto type = cast<RankedTensorType>(acc.getType());
+  Value zero = arith::ConstantOp::create(b, loc, type, b.getZeroAttr(type));
+  Value positive = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, acc, zero);
+  Value scaled = arith::MulFOp::create(
+      b, loc, acc, tt::SplatOp::create(b, loc, type, slope));
+  return arith::SelectOp::create(b, loc, positive, acc, scaled);
+}
+
+Value castAccumulator(OpBuilder &b, Location loc, Value acc, Type out) {
+  auto type = cast<RankedTensorType>(acc.getType());
+  if (type.getElementType() == out)
+    return acc;
+  return arith::TruncFOp::create(b, loc, type.clone(out), acc);
+}
+
+} // namespace
+
+OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) {
+  bool leaky = spec.op == "matmul_leaky_relu";
+  if (spec.dtypes.size() != 2)
+    throw std::invalid_argument(spec.op + " takes an input and an output dtype, got spec " +
+                                spec.str());
+  int64_t blockM = spec.knob("BLOCK_M"), blockN = spec.knob("BLOCK_N");
+  int64_t blockK = spec.knob("BLOCK_K"), groupM = spec.knob("GROUP_M");
+  int64_t indexBits = spec.knob("index_bits");
+  for (auto [name, value] : {std::pair{"BLOCK_M", blockM}, {"BLOCK_N", blockN}, {"BLOCK_K", blockK}})
+    if (value <= 0 || (value & (value - 1)) != 0 || value > 1024)
+      throw std::invalid_argument(spec.op + " " + name +
+                                  " must be a power of two in [1, 1024], got " +
+                                  std::to_string(value));
+  if (groupM <= 0)
+    throw std::invalid_argument(spec.op + " GROUP_M must be positive, got " + std::to_string(groupM));
+  if (indexBits != 32 && indexBits != 64)
+    throw std::invalid_argument(spec.op + " index_bits must be 32 or 64");
+
+  OpBuilder b(&context);
+  Location loc = b.getUnknownLoc();
+  Type input = elementTypeOf(context, spec.dtypes[0]);
+  Type output = elementTypeOf(context, spec.dtypes[1]);
+  bool integer = input.isInteger(8);
+  Type accElement = integer ? Type(b.getI32Type()) : Type(b.getF32Type());
+  if (integer ? output != accElement : !isa<FloatType>(output))
+    throw std::invalid_argument(spec.op + " cannot produce " + spec.dtypes[1] + " from " +
+                                spec.dtypes[0] + " inputs");
+  if (leaky && integer)
+    throw std::invalid_argument("matmul_leaky_relu needs floating-point inputs, got " +
+                                spec.dtypes[0]);
+  Type index = b.getIntegerType(indexBits);
+  Type inPtr = tt::PointerType::get(&context, input);
+  Type outPtr = tt::PointerType::get(&context, output);
+
+  SmallVector<Type> argTypes = {inPtr, inPtr, outPtr};
+  argTypes.append(9, index); // M, N, K and the six strides
+  if (leaky)
+    argTypes.push_back(b.getF32Type());
+
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  b.setInsertionPointToEnd(module->getBody());
+  auto func = func::FuncOp::create(b, loc, spec.op, b.getFunctionType(argTypes, {}));
+  func->setAttr(tt::kKernelAttrName, b.getUnitAttr());
+  Block *body = func.addEntryBlock();
+  b.setInsertionPointToStart(body);
+  auto arg = [&](unsigned i) { return body->getArgument(i); };
+  Value a = arg(0), bPtr = arg(1), c = arg(2), m = arg(3), n = arg(4), k = arg(5);
+  Value strideAm = arg(6), strideAk = arg(7), strideBk = arg(8), strideBn = arg(9);
+  Value strideCm = arg(10), strideCn = arg(11);
+
+  MatmulBuilder mb(b, loc, index);
+  Value pid = tt::ProgramIdOp::create(b, loc, b.getI32Type(), 0);
+  if (index != pid.getType())
+    pid = arith::ExtSIOp::create(b, loc, index, pid);
+  // Grouped order: GROUP_M block rows share each block column before moving on.
+  Value programsM = mb.ceilDiv(m, blockM), programsN = mb.ceilDiv(n, blockN);
+  Value perGroup = arith::MulIOp::create(b, loc, mb.constant(groupM), programsN);
+  Value group = arith::DivSIOp::create(b, loc, pid, perGroup);
+  Value firstM = arith::MulIOp::create(b, loc, group, mb.constant(groupM));
+  Value groupRows = arith::MinSIOp::create(
+      b, loc, arith::SubIOp::create(b, loc, programsM, firstM), mb.constant(groupM));
+  Value inGroup = arith::RemSIOp::create(b, loc, pid, perGroup);
+  Value pidM = arith::AddIOp::create(b, loc, firstM, arith::RemSIOp::create(b, loc, inGroup, groupRows));
+  Value pidN = arith::DivSIOp::create(b, loc, inGroup, groupRows);
+
+  Value rows = mb.lanes(arith::MulIOp::create(b, loc, pidM, mb.constant(blockM)), blockM);
+  Value cols = mb.lanes(arith::MulIOp::create(b, loc, pidN, mb.constant(blockN)), blockN);
+  auto accType = mb.blockOf({blockM, blockN}, accElement);
+  Value zero = arith::ConstantOp::create(b, loc, accType, b.getZeroAttr(accType));
+  Value steps = mb.ceilDiv(k, blockK);
+  auto loop = scf::ForOp::create(b, loc, mb.constant(0), steps, mb.constant(1), ValueRange{zero});
+  b.setInsertionPointToStart(loop.getBody());
+  {
+    Value step = loop.getInductionVar();
+    Value ks = mb.lanes(arith::MulIOp::create(b, loc, step, mb.constant(blockK)), blockK);
+    auto [aPtrs, aMask] = mb.block(a, rows, strideAm, m, ks, strideAk, k);
+    auto [bPtrs, bMask] = mb.block(bPtr, ks, strideBk, k, cols, strideBn, n);
+    Value aBlock = tt::LoadOp::create(b, loc, aPtrs, aMask);
+    Value bBlock = tt::LoadOp::create(b, loc, bPtrs, bMask);
+    Value acc = tt::DotOp::create(b, loc, accType, aBlock, bBlock, loop.getRegionIterArg(0));
+    scf::YieldOp::create(b, loc, acc);
+  }
+  b.setInsertionPointAfter(loop);
+  Value acc = loop.getResult(0);
+  if (leaky)
+    acc = leakyRelu(b, loc, acc, arg(12));
+  Value result = castAccumulator(b, loc, acc, output);
+  auto [cPtrs, cMask] = mb.block(c, rows, strideCm, m, cols, strideCn, n);
+  tt::StoreOp::create(b, loc, cPtrs, result, cMask);
+  func::ReturnOp::create(b, loc);
+  return module;
+}
+
+} // namespace tile::ops

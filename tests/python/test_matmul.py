@@ -1,0 +1,342 @@
+"""Parity of torch.ops.tile.matmul and matmul_leaky_relu with a float64 reference on the CPU,
+their input checks and their kernel caching.
+
+Shapes are written (M, N, K) throughout: a is M x K, b is K x N and the result is M x N.
+"""
+
+import math
+import re
+from typing import NamedTuple, Optional
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_tile
+
+
+class DtypePair(NamedTuple):
+    inputs: torch.dtype
+    out_dtype: Optional[torch.dtype]  # the op's out_dtype argument; None: left out
+    result: torch.dtype
+    # Bound on ||out - ref||_F / ||ref||_F, ref computed in float64 from the very same
+    # (already rounded) inputs; 0 for integers: exact.
+    max_rel_error: float
+
+
+PAIRS = [
+    pytest.param(DtypePair(torch.float32, None, torch.float32, 1e-5), id="f32"),
+    pytest.param(DtypePair(torch.float16, None, torch.float16, 2e-3), id="f16"),
+    pytest.param(DtypePair(torch.bfloat16, None, torch.bfloat16, 1e-2), id="bf16"),
+    pytest.param(DtypePair(torch.float16, torch.float32, torch.float32, 1e-5), id="f16_to_f32"),
+    pytest.param(DtypePair(torch.bfloat16, torch.float32, torch.float32, 1e-5), id="bf16_to_f32"),
+    pytest.param(DtypePair(torch.int8, torch.int32, torch.int32, 0.0), id="i8_to_i32"),
+]
+FLOAT_PAIRS = [p for p in PAIRS if p.values[0].inputs.is_floating_point]
+INT8 = DtypePair(torch.int8, torch.int32, torch.int32, 0.0)
+
+DEFAULT_SLOPE = 0.01
+OTHER_SLOPES = [0.0, 0.2, 1.0]
+
+# (M, N, K): the tile-aligned shapes of the issue, then odd ones that leave partial tiles.
+SHAPES = [(128, 256, 32), (128, 16, 32), (32, 128, 64), (64, 64, 32), (32, 32, 128),
+          (512, 512, 512), (1024, 1024, 1024), (1, 1, 1), (7, 13, 5), (257, 129, 65)]
+# Every slope other than the default runs on these only, to keep the suite quick.
+SLOPE_SHAPES = [(128, 256, 32), (32, 32, 128), (1, 1, 1), (7, 13, 5), (257, 129, 65)]
+
+
+def shape_params(shapes):
+    return [pytest.param(shape, id=f"M{shape[0]}_N{shape[1]}_K{shape[2]}") for shape in shapes]
+
+
+OPS = ["matmul", "matmul_leaky_relu"]
+# Every (op, dtype pair) that must work: matmul_leaky_relu has no int8 variant.
+OP_PAIRS = [pytest.param(op, pair.values[0], id=f"{op}-{pair.id}")
+            for op in OPS for pair in PAIRS
+            if not (op == "matmul_leaky_relu" and pair.values[0].inputs == torch.int8)]
+
+
+def run_op(op, a, b, pair, slope=None):
+    kwargs = {} if pair.out_dtype is None else {"out_dtype": pair.out_dtype}
+    if op == "matmul":
+        return torch.ops.tile.matmul(a, b, **kwargs)
+    return torch.ops.tile.matmul_leaky_relu(a, b, DEFAULT_SLOPE if slope is None else slope,
+                                            **kwargs)
+
+
+def random_matrix(rows, cols, dtype, scale=1.0):
+    if dtype == torch.int8:
+        return torch.randint(-128, 128, (rows, cols), dtype=torch.int8)
+    return (torch.randn(rows, cols) * scale).to(dtype)
+
+
+def random_inputs(shape, dtype):
+    m, n, k = shape
+    # b scaled by 1/sqrt(K) keeps the result near N(0, 1) at every K: about half of it
+    # negative (so the leaky branch runs) and far from the float16 range.
+    return random_matrix(m, k, dtype), random_matrix(k, n, dtype, 1 / math.sqrt(max(k, 1)))
+
+
+def reference(op, a, b, slope):
+    if a.dtype == torch.int8:
+        return a.long() @ b.long()
+    ref = a.double() @ b.double()
+    return F.leaky_relu(ref, slope) if op == "matmul_leaky_relu" else ref
+
+
+def unit_roundoff(dtype):
+    return torch.finfo(dtype).eps / 2
+
+
+def assert_matches_reference(out, op, a, b, pair, slope):
+    ref = reference(op, a, b, slope)
+    assert isinstance(out, torch.Tensor)
+    assert out.shape == (a.shape[0], b.shape[1])
+    assert out.dtype == pair.result
+    assert out.device == a.device
+    if out.numel() > 0:
+        out_storage = out.untyped_storage().data_ptr()
+        assert out_storage not in (a.untyped_storage().data_ptr(),
+                                   b.untyped_storage().data_ptr()), "output aliases an input"
+
+    if pair.result == torch.int32:
+        mismatches = (out.long() != ref).sum().item()
+        assert mismatches == 0, f"{mismatches} of {out.numel()} int32 results differ"
+        return
+
+    assert torch.isfinite(out).all(), "non-finite values in the output"
+    error = out.double() - ref
+    rel_error = (error.norm() / max(ref.norm().item(), torch.finfo(torch.float64).tiny)).item()
+    assert rel_error <= pair.max_rel_error, (
+        f"relative Frobenius error {rel_error:.3g} > {pair.max_rel_error:g}")
+
+    # The Frobenius norm hides a handful of wrong elements in a large result (one wrong
+    # element of a 1024 x 1024 bfloat16 result moves it by ~1e-3), so every element must
+    # also stay inside the worst-case error of a float32 accumulation in any order (each
+    # product and each sum rounded) followed by one rounding to the output dtype.
+    k = a.shape[1]
+    magnitude = a.double().abs() @ b.double().abs()
+    slope_gain = max(1.0, abs(slope)) if op == "matmul_leaky_relu" else 1.0
+    bound = 2 * (unit_roundoff(pair.result) * ref.abs()
+                 + slope_gain * (k + 2) * unit_roundoff(torch.float32) * magnitude)
+    bound += torch.finfo(pair.result).tiny
+    outside = error.abs() > bound
+    assert not outside.any(), (
+        f"{outside.sum().item()} elements outside the worst-case float32-accumulation bound, "
+        f"first at {outside.nonzero()[0].tolist()}")
+
+
+def check(op, a, b, pair, slope=None):
+    """Runs the op, checks it against the reference and that it left its inputs alone."""
+    a_before, b_before = a.clone(), b.clone()
+    out = run_op(op, a, b, pair, slope)
+    assert torch.equal(a, a_before) and torch.equal(b, b_before), "the op wrote to its inputs"
+    assert_matches_reference(out, op, a, b, pair, DEFAULT_SLOPE if slope is None else slope)
+    return out
+
+
+@pytest.mark.parametrize("shape", shape_params(SHAPES))
+@pytest.mark.parametrize("op, pair", OP_PAIRS)
+def test_parity(op, shape, pair):
+    a, b = random_inputs(shape, pair.inputs)
+    check(op, a, b, pair)
+
+
+@pytest.mark.parametrize("slope", OTHER_SLOPES)
+@pytest.mark.parametrize("pair", FLOAT_PAIRS)
+@pytest.mark.parametrize("shape", shape_params(SLOPE_SHAPES))
+def test_leaky_relu_slopes(shape, pair, slope):
+    a, b = random_inputs(shape, pair.inputs)
+    check("matmul_leaky_relu", a, b, pair, slope)
+
+
+@pytest.mark.parametrize("pair", FLOAT_PAIRS)
+def test_leaky_relu_exact_small_case(pair):
+    # Every value is exact in every dtype: the negative entries must be scaled, the others kept.
+    a = torch.tensor([[1.0, 2.0], [-3.0, 4.0], [-0.5, -8.0]]).to(pair.inputs)
+    b = torch.eye(2).to(pair.inputs)
+    out = run_op("matmul_leaky_relu", a, b, pair, 0.25)
+    expected = torch.tensor([[1.0, 2.0], [-0.75, 4.0], [-0.125, -2.0]], dtype=pair.result)
+    assert out.dtype == pair.result
+    torch.testing.assert_close(out, expected, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("pair", FLOAT_PAIRS)
+def test_leaky_relu_default_and_keyword_slope(pair):
+    a, b = random_inputs((33, 47, 29), pair.inputs)
+    kwargs = {} if pair.out_dtype is None else {"out_dtype": pair.out_dtype}
+    assert_matches_reference(torch.ops.tile.matmul_leaky_relu(a, b, **kwargs),
+                             "matmul_leaky_relu", a, b, pair, 0.01)
+    assert_matches_reference(torch.ops.tile.matmul_leaky_relu(a, b, negative_slope=0.2, **kwargs),
+                             "matmul_leaky_relu", a, b, pair, 0.2)
+
+
+def test_leaky_relu_applies_before_the_cast_to_float16():
+    # The float32 accumulator holds -1e6, past float16's range (65504): scaled by 0.01
+    # first it is -1e4, exact in float16; cast first it would be -inf.
+    a = torch.full((2, 4), -500.0, dtype=torch.float16)
+    b = torch.full((4, 3), 500.0, dtype=torch.float16)
+    out = torch.ops.tile.matmul_leaky_relu(a, b, 0.01)
+    assert out.dtype == torch.float16
+    torch.testing.assert_close(out, torch.full((2, 3), -10000.0, dtype=torch.float16),
+                               rtol=0, atol=0)
+
+
+def test_int8_accumulates_in_int32():
+    # Extremes everywhere: products of +-16384 or +-16256, so a 16-bit (saturating)
+    # pairwise sum would be wrong; 1031 * 16384 still fits in int32.
+    k = 1031
+    a = torch.tensor([[-128] * k, [127] * k, [-128, 127] * (k // 2) + [-128]], dtype=torch.int8)
+    b = torch.stack([torch.full((k,), -128), torch.full((k,), 127),
+                     torch.tensor([-128, -128] * (k // 2) + [127])], dim=1).to(torch.int8)
+    out = torch.ops.tile.matmul(a, b, out_dtype=torch.int32)
+    assert out.dtype == torch.int32
+    assert torch.equal(out.long(), a.long() @ b.long())
+
+
+def strided_inputs(layout, shape, dtype):
+    """A non-contiguous (a, b) of the given (M, N, K) shape."""
+    m, n, k = shape
+    scale = 1 / math.sqrt(k)
+    if layout == "a_transposed":
+        return random_matrix(k, m, dtype).t(), random_matrix(k, n, dtype, scale)
+    if layout == "b_transposed":
+        return random_matrix(m, k, dtype), random_matrix(n, k, dtype, scale).t()
+    if layout == "both_transposed":
+        return random_matrix(k, m, dtype).t(), random_matrix(n, k, dtype, scale).t()
+    if layout == "column_steps":
+        return random_matrix(m, 2 * k, dtype)[:, ::2], random_matrix(k, 3 * n, dtype, scale)[:, ::3]
+    if layout == "row_steps":
+        return random_matrix(2 * m, k, dtype)[::2], random_matrix(3 * k, n, dtype, scale)[::3]
+    if layout == "offset_slices":
+        return (random_matrix(m + 1, k + 3, dtype)[1:, 3:],
+                random_matrix(k + 2, n + 5, dtype, scale)[2:, 5:])
+    if layout == "transposed_slice":
+        return (random_matrix(2 * k + 1, m, dtype)[1::2].t(),
+                random_matrix(n, k + 4, dtype, scale)[:, 4:].t())
+    if layout == "expanded":
+        return (random_matrix(1, k, dtype).expand(m, k),
+                random_matrix(k, 1, dtype, scale).expand(k, n))
+    raise ValueError(layout)
+
+
+LAYOUTS = ["a_transposed", "b_transposed", "both_transposed", "column_steps", "row_steps",
+           "offset_slices", "transposed_slice", "expanded"]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("op, pair", OP_PAIRS)
+def test_strided_inputs(op, layout, pair):
+    a, b = strided_inputs(layout, (67, 45, 37), pair.inputs)
+    assert not (a.is_contiguous() and b.is_contiguous())
+    check(op, a, b, pair)
+
+
+@pytest.mark.parametrize("shape", shape_params([(5, 7, 0), (1, 1, 0), (64, 64, 0)]))
+@pytest.mark.parametrize("op, pair", OP_PAIRS)
+def test_empty_k_gives_zeros(op, shape, pair):
+    a, b = random_inputs(shape, pair.inputs)
+    out = check(op, a, b, pair)
+    assert torch.equal(out, torch.zeros(shape[:2], dtype=pair.result))
+
+
+@pytest.mark.parametrize("shape", shape_params([(0, 7, 5), (5, 0, 3), (0, 0, 4), (0, 0, 0)]))
+@pytest.mark.parametrize("op, pair", OP_PAIRS)
+def test_empty_result(op, shape, pair):
+    a, b = random_inputs(shape, pair.inputs)
+    out = check(op, a, b, pair)
+    assert out.shape == shape[:2] and out.numel() == 0
+
+
+@pytest.mark.parametrize("op, pair", [p for p in OP_PAIRS if p.id.endswith(("f32", "i32"))])
+def test_compiled_on_first_call_then_cached(op, pair):
+    torch_tile.runtime.clear_cache()
+    assert torch_tile.runtime.cache_stats() == {"hits": 0, "misses": 0}
+    a, b = random_inputs((96, 80, 72), pair.inputs)
+    run_op(op, a, b, pair)
+    first = torch_tile.runtime.cache_stats()
+    assert first["misses"] >= 1, "the first call compiled no kernel"
+    check(op, a, b, pair)
+    second = torch_tile.runtime.cache_stats()
+    assert second["misses"] == first["misses"], "an identical second call compiled again"
+    assert second["hits"] > first["hits"], "the second call did not use the kernel cache"
+
+
+# Patterns the error messages must match, case-insensitively.
+RANK = r"(?i)\b2-?d\b|dim"
+INNER = r"(?i)inner|dim|shape|size|mismatch|multipl"
+DTYPE = r"(?i)dtype"
+OUT_DTYPE = r"(?i)out_dtype|output dtype"
+
+
+def assert_rejected(call, match):
+    with pytest.raises((RuntimeError, TypeError, ValueError), match=match) as info:
+        call()
+    # NotImplementedError is a RuntimeError: the op having no kernel is no input check.
+    assert not isinstance(info.value, NotImplementedError), str(info.value)
+
+
+def zeros(*shape, dtype=torch.float32):
+    return torch.zeros(shape, dtype=dtype)
+
+
+BAD_INPUTS = [
+    pytest.param(zeros(4), zeros(4, 3), None, RANK, id="a_1d"),
+    pytest.param(zeros(3, 4), zeros(4), None, RANK, id="b_1d"),
+    pytest.param(zeros(2, 3, 4), zeros(4, 5), None, RANK, id="a_3d"),
+    pytest.param(zeros(3, 4), zeros(2, 4, 5), None, RANK, id="b_3d"),
+    pytest.param(zeros(), zeros(), None, RANK, id="scalars"),
+    pytest.param(zeros(3, 4), zeros(5, 6), None, INNER, id="inner_dims_differ"),
+    pytest.param(zeros(4, 3), zeros(4, 3), None, INNER, id="inner_dims_differ_square_k"),
+    pytest.param(zeros(3, 4), zeros(4, 5, dtype=torch.float16), None, DTYPE, id="f32_by_f16"),
+    pytest.param(zeros(3, 4, dtype=torch.bfloat16), zeros(4, 5, dtype=torch.float16), None,
+                 DTYPE, id="bf16_by_f16"),
+    pytest.param(zeros(3, 4, dtype=torch.int8), zeros(4, 5), torch.int32, DTYPE, id="i8_by_f32"),
+    pytest.param(zeros(3, 4, dtype=torch.float64), zeros(4, 5, dtype=torch.float64), None, DTYPE,
+                 id="f64"),
+    pytest.param(zeros(3, 4, dtype=torch.int32), zeros(4, 5, dtype=torch.int32), None, DTYPE,
+                 id="i32"),
+    pytest.param(zeros(3, 4, dtype=torch.bool), zeros(4, 5, dtype=torch.bool), None, DTYPE,
+                 id="bool"),
+    pytest.param(zeros(3, 4, dtype=torch.float16), zeros(4, 5, dtype=torch.float16), torch.int32,
+                 OUT_DTYPE, id="f16_to_i32"),
+    pytest.param(zeros(3, 4), zeros(4, 5), torch.int32, OUT_DTYPE, id="f32_to_i32"),
+    pytest.param(zeros(3, 4), zeros(4, 5), torch.float16, OUT_DTYPE, id="f32_to_f16"),
+    pytest.param(zeros(3, 4), zeros(4, 5), torch.float64, OUT_DTYPE, id="f32_to_f64"),
+    pytest.param(zeros(3, 4, dtype=torch.bfloat16), zeros(4, 5, dtype=torch.bfloat16),
+                 torch.float16, OUT_DTYPE, id="bf16_to_f16"),
+]
+
+
+@pytest.mark.parametrize("a, b, out_dtype, match", BAD_INPUTS)
+@pytest.mark.parametrize("op", OPS)
+def test_bad_input_raises(op, a, b, out_dtype, match):
+    kwargs = {} if out_dtype is None else {"out_dtype": out_dtype}
+    assert_rejected(lambda: getattr(torch.ops.tile, op)(a, b, **kwargs), match)
+
+
+@pytest.mark.parametrize("out_dtype", [torch.float32, torch.int8], ids=["to_f32", "to_i8"])
+def test_int8_rejects_other_out_dtypes(out_dtype):
+    a, b = random_inputs((3, 5, 4), torch.int8)
+    assert_rejected(lambda: torch.ops.tile.matmul(a, b, out_dtype=out_dtype), OUT_DTYPE)
+
+
+def test_int8_without_out_dtype_names_the_fix():
+    a, b = random_inputs((3, 5, 4), torch.int8)
+    assert_rejected(lambda: torch.ops.tile.matmul(a, b), re.escape("out_dtype=torch.int32"))
+
+
+@pytest.mark.parametrize("out_dtype", [None, torch.int32], ids=["default", "to_i32"])
+def test_leaky_relu_rejects_int8(out_dtype):
+    a, b = random_inputs((3, 5, 4), torch.int8)
+    kwargs = {} if out_dtype is None else {"out_dtype": out_dtype}
+    assert_rejected(lambda: torch.ops.tile.matmul_leaky_relu(a, b, 0.01, **kwargs),
+                    r"(?i)int8|dtype")
+
+
+@pytest.mark.parametrize("pair", FLOAT_PAIRS[:3])
+@pytest.mark.parametrize("op", OPS)
+def test_out_dtype_equal_to_input_dtype_is_the_default(op, pair):
+    a, b = random_inputs((19, 23, 17), pair.inputs)
+    explicit = pair._replace(out_dtype=pair.inputs)
+    check(op, a, b, explicit)
