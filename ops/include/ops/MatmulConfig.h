@@ -1,0 +1,26 @@
+#ifndef TILE_OPS_MATMULCONFIG_H
+#define TILE_OPS_MATMULCONFIG_H
+
+#include "tile/Compiler/Target.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tile::ops {
+
+/// The knobs of a matmul kernel, named as Triton and Inductor name them. The CPU reads
+/// BLOCK_M, BLOCK_N, BLOCK_K and GROUP_M and ignores the GPU-only ones (num_warps,
+/// num_stages, waves_per_eu, matrix_instr_nonkdim, kpack), which still take part in
+/// the cache key.
+const std::vector<std::string> &matmulKnobNames();
+
+/// The default config of a target family for an (m, n, k) problem with `inputDtype`
+/// elements ("f32", "f16", "bf16", "i8"): every knob of matmulKnobNames().
+std::map<std::string, int64_t> defaultMatmulConfig(const Target &target, int64_t m, int64_t n,
+                                                   int64_t k, const std::string &inputDtype);
+
+} // namespace tile::ops
+
+#endif

@@ -1,0 +1,65 @@
+// Default matmul configs per target family, chosen from the problem shape.
+#include "ops/MatmulConfig.h"
+
+#include <algorithm>
+
+namespace tile::ops {
+
+const std::vector<std::string> &matmulKnobNames() {
+  static const std::vector<std::string> names = {
+      "BLOCK_M",     "BLOCK_N",      "BLOCK_K",
+      "GROUP_M",     "num_warps",    "num_stages",
+      "waves_per_eu", "matrix_instr_nonkdim", "kpack"};
+  return names;
+}
+
+namespace {
+
+bool hasFeature(const Target &target, const std::string &feature) {
+  return ("," + target.features + ",").find(",+" + feature + ",") != std::string::npos;
+}
+
+/// The CPU keeps the BLOCK_M x BLOCK_N accumulator in vector registers for the whole K
+/// loop (see DotLowering.cpp): 8 x 32 f32 is 16 of the 32 AVX-512 registers, leaving
+/// room for the b row and the broadcasts; AVX2 has 16 registers of half the width.
+std::map<std::string, int64_t> cpuConfig(const Target &target, int64_t k) {
+  bool avx512 = hasFeature(target, "avx512f");
+  int64_t blockK = std::clamp<int64_t>(k, 16, 256);
+  blockK = int64_t(1) << (63 - __builtin_clzll(uint64_t(blockK))); // a power of two <= k
+  return {{"BLOCK_M", 8},
+          {"BLOCK_N", avx512 ? 32 : 16},
+          {"BLOCK_K", blockK},
+          {"GROUP_M", 8}};
+}
+
+/// GPU tiles from the Triton tutorials' candidates: large tiles for large problems,
+/// smaller ones when large tiles would leave too few workgroups.
+std::map<std::string, int64_t> gpuConfig(const Target &target, int64_t m, int64_t n) {
+  bool large = m >= 1024 && n >= 1024;
+  bool hip = target.kind == TargetKind::Hip;
+  return {{"BLOCK_M", large ? 128 : 64},
+          {"BLOCK_N", large ? 128 : 64},
+          {"BLOCK_K", hip ? 32 : 64},
+          {"GROUP_M", 8},
+          {"num_warps", large ? 8 : 4},
+          {"num_stages", hip ? 2 : 3},
+          {"waves_per_eu", hip ? 2 : 0},
+          {"matrix_instr_nonkdim", 16},
+          {"kpack", 1}};
+}
+
+} // namespace
+
+std::map<std::string, int64_t> defaultMatmulConfig(const Target &target, int64_t m, int64_t n,
+                                                   int64_t k, const std::string &) {
+  if (target.kind == TargetKind::Cpu) {
+    auto config = cpuConfig(target, k);
+    // GPU-only knobs at their GPU defaults, ignored here but part of the key.
+    for (const auto &[name, value] : gpuConfig(target, m, n))
+      config.emplace(name, value);
+    return config;
+  }
+  return gpuConfig(target, m, n);
+}
+
+} // namespace tile::ops
