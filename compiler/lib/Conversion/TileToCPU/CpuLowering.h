@@ -24,9 +24,12 @@ unsigned elementBytes(Type type);
 Value flatten(OpBuilder &builder, Location loc, Value v);
 Value reshapeTo(OpBuilder &builder, Location loc, Value v, VectorType type);
 
+/// The i1 `and` of the non-null terms; null (known true) when all are null.
+Value conjunction(OpBuilder &builder, Location loc, ArrayRef<Value> terms);
+
 /// i1 that is true when every lane of `mask` is on; `originalMask` is the tile-IR value,
 /// whose per-dimension bounds (when it has them) cost a few scalar compares instead of a
-/// reduction over the whole mask. True when there is no mask.
+/// reduction over the whole mask. Null (known true) when there is no mask.
 Value allLanesOn(ConversionPatternRewriter &rewriter, Location loc, Value originalMask,
                  Value mask, ArrayRef<int64_t> shape);
 

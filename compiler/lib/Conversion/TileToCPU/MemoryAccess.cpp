@@ -30,9 +30,10 @@ bool lastStrideMayBeOne(const AffineLanes &lanes) {
   return !stride || *stride == 1;
 }
 
+/// i1 that the last stride is 1 at run time; null when it is known to be.
 Value lastStrideIsOne(ConversionPatternRewriter &rewriter, Location loc, const AffineLanes &lanes) {
   if (lanes.strides.back().getConstant() == 1)
-    return arith::ConstantIntOp::create(rewriter, loc, 1, 1);
+    return {};
   Value stride = lanes.strides.back().materialize(
       rewriter, loc, [&](Value v) { return rewriter.getRemappedValue(v); });
   return arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, stride,
@@ -50,6 +51,10 @@ void forEachRow(ConversionPatternRewriter &rewriter, Location loc, const AffineL
   for (const auto &stride : ArrayRef(lanes.strides).drop_back())
     strides.push_back(stride.materialize(rewriter, loc, remap));
   ArrayRef<int64_t> outer = shape.drop_back();
+  if (outer.empty()) {
+    access(base, {});
+    return;
+  }
   SmallVector<int64_t> position(outer.size(), 0);
   int64_t rows = 1;
   for (int64_t size : outer)
@@ -128,20 +133,27 @@ struct LoadLowering : OpConversionPattern<LoadOp> {
       rewriter.replaceOp(op, slowLoad(rewriter, loc));
       return success();
     }
-    Value full = arith::AndIOp::create(
-        rewriter, loc, allLanesOn(rewriter, loc, op.getMask(), adaptor.getMask(), shape),
-        lastStrideIsOne(rewriter, loc, *lanes));
-    auto branch = scf::IfOp::create(rewriter, loc, type, full, /*withElse=*/true);
-    {
-      OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPointToStart(branch.thenBlock());
+    auto rowLoads = [&]() {
       auto rowType = VectorType::get({shape.back()}, element);
       Value block = arith::ConstantOp::create(rewriter, loc, type, rewriter.getZeroAttr(type));
       forEachRow(rewriter, loc, *lanes, element, shape, [&](Value rowPtr, ArrayRef<int64_t> at) {
         Value row = LLVM::LoadOp::create(rewriter, loc, rowType, rowPtr, align);
         block = at.empty() ? row : vector::InsertOp::create(rewriter, loc, row, block, at);
       });
-      scf::YieldOp::create(rewriter, loc, block);
+      return block;
+    };
+    Value full = conjunction(rewriter, loc,
+                             {allLanesOn(rewriter, loc, op.getMask(), adaptor.getMask(), shape),
+                              lastStrideIsOne(rewriter, loc, *lanes)});
+    if (!full) {
+      rewriter.replaceOp(op, rowLoads());
+      return success();
+    }
+    auto branch = scf::IfOp::create(rewriter, loc, type, full, /*withElse=*/true);
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(branch.thenBlock());
+      scf::YieldOp::create(rewriter, loc, rowLoads());
       rewriter.setInsertionPointToStart(branch.elseBlock());
       Value partial;
       if (isContiguousRow(*lanes, shape))
@@ -182,17 +194,25 @@ struct StoreLowering : OpConversionPattern<StoreOp> {
       rewriter.eraseOp(op);
       return success();
     }
-    Value full = arith::AndIOp::create(
-        rewriter, loc, allLanesOn(rewriter, loc, op.getMask(), adaptor.getMask(), shape),
-        lastStrideIsOne(rewriter, loc, *lanes));
-    auto branch = scf::IfOp::create(rewriter, loc, TypeRange{}, full, /*withElse=*/true);
-    {
-      OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPoint(branch.thenBlock()->getTerminator());
+    auto rowStores = [&]() {
       forEachRow(rewriter, loc, *lanes, element, shape, [&](Value rowPtr, ArrayRef<int64_t> at) {
         Value row = at.empty() ? value : vector::ExtractOp::create(rewriter, loc, value, at);
         LLVM::StoreOp::create(rewriter, loc, row, rowPtr, align);
       });
+    };
+    Value full = conjunction(rewriter, loc,
+                             {allLanesOn(rewriter, loc, op.getMask(), adaptor.getMask(), shape),
+                              lastStrideIsOne(rewriter, loc, *lanes)});
+    if (!full) {
+      rowStores();
+      rewriter.eraseOp(op);
+      return success();
+    }
+    auto branch = scf::IfOp::create(rewriter, loc, TypeRange{}, full, /*withElse=*/true);
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPoint(branch.thenBlock()->getTerminator());
+      rowStores();
       rewriter.setInsertionPoint(branch.elseBlock()->getTerminator());
       if (isContiguousRow(*lanes, shape))
         LLVM::MaskedStoreOp::create(rewriter, loc, value,
@@ -239,22 +259,27 @@ Value mlir::tile::cpu::validLanes(ConversionPatternRewriter &rewriter, Location 
                                 arith::ConstantIntOp::create(rewriter, loc, i64, 0));
 }
 
+Value mlir::tile::cpu::conjunction(OpBuilder &builder, Location loc, ArrayRef<Value> terms) {
+  Value all;
+  for (Value term : terms)
+    if (term)
+      all = all ? arith::AndIOp::create(builder, loc, all, term) : term;
+  return all;
+}
+
 Value mlir::tile::cpu::allLanesOn(ConversionPatternRewriter &rewriter, Location loc,
                                   Value originalMask, Value mask, ArrayRef<int64_t> shape) {
-  Value on = arith::ConstantIntOp::create(rewriter, loc, 1, 1);
   if (!originalMask)
-    return on;
+    return {};
   if (auto bounds = analyzeLaneBounds(originalMask)) {
     Type i64 = rewriter.getI64Type();
-    for (auto [dim, size] : llvm::enumerate(shape)) {
-      if (bounds->upper[dim].empty())
-        continue;
-      Value full = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
-                                         validLanes(rewriter, loc, *bounds, dim, size),
-                                         arith::ConstantIntOp::create(rewriter, loc, i64, size));
-      on = arith::AndIOp::create(rewriter, loc, on, full);
-    }
-    return on;
+    SmallVector<Value> full;
+    for (auto [dim, size] : llvm::enumerate(shape))
+      if (!bounds->upper[dim].empty())
+        full.push_back(arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
+                                             validLanes(rewriter, loc, *bounds, dim, size),
+                                             arith::ConstantIntOp::create(rewriter, loc, i64, size)));
+    return conjunction(rewriter, loc, full);
   }
   return vector::ReductionOp::create(rewriter, loc, vector::CombiningKind::AND,
                                      flatten(rewriter, loc, mask));
