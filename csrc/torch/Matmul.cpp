@@ -69,6 +69,11 @@ at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
   checkOperands(op, a, b);
   at::ScalarType out = outputDtype(op, a.scalar_type(), outDtype, negativeSlope.has_value());
   int64_t m = a.size(0), k = a.size(1), n = b.size(1);
+  // The microkernel reads b a row at a time as one vector load; rows that are not
+  // contiguous (b transposed) would be gathered element by element, ~25x slower than
+  // copying b once, which costs K*N moves against M*N*K multiply-adds. a is read through
+  // its strides, copy-free.
+  at::Tensor bRows = b.stride(1) == 1 || n == 1 ? b : b.contiguous();
   at::Tensor c = at::empty({m, n}, a.options().dtype(out));
   if (m == 0 || n == 0)
     return c;
@@ -79,7 +84,7 @@ at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
   spec.dtypes = {tile::binding::specDtype(a.scalar_type()), tile::binding::specDtype(out)};
   spec.config = tile::ops::defaultMatmulConfig(target, m, n, k, spec.dtypes[0]);
   constexpr int64_t int32Max = std::numeric_limits<int32_t>::max();
-  bool fits32 = std::max({m, n, k, maxOffset(a), maxOffset(b), maxOffset(c)}) < int32Max;
+  bool fits32 = std::max({m, n, k, maxOffset(a), maxOffset(bRows), maxOffset(c)}) < int32Max;
   spec.config["index_bits"] = fits32 ? 32 : 64;
   auto kernel = KernelCache::global().get(spec, target);
 
@@ -87,9 +92,9 @@ at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
   int64_t programs = ((m + blockM - 1) / blockM) * ((n + blockN - 1) / blockN);
   TORCH_CHECK(programs <= int32Max, op, ": a ", m, "x", n,
               " result needs more than 2**31 program instances");
-  const void *aPtr = a.data_ptr(), *bPtr = b.data_ptr();
+  const void *aPtr = a.data_ptr(), *bPtr = bRows.data_ptr();
   void *cPtr = c.data_ptr();
-  int64_t wide[9] = {m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
+  int64_t wide[9] = {m, n, k, a.stride(0), a.stride(1), bRows.stride(0), bRows.stride(1), c.stride(0),
                      c.stride(1)};
   int32_t narrow[9];
   std::copy(std::begin(wide), std::end(wide), narrow);
