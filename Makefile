@@ -43,6 +43,7 @@ py-test:
 
 bench: install
 	$(PY) benchmarks/bench_vector_add.py
+	$(PY) benchmarks/bench_matmul.py
 
 clean:
 	rm -rf $(BUILD) python/torch_tile/lib

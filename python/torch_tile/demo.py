@@ -1,6 +1,6 @@
-"""`make run`: vector_add compiled on its first call, cached, checked and timed against torch.
+"""`make run`: vector_add and matmul compiled on first call, cached, checked and timed against torch.
 
-    python -m torch_tile.demo [--size N] [--repeats R]
+    python -m torch_tile.demo [--size N] [--repeats R] [--matmul-size S]
 """
 
 import argparse
@@ -33,10 +33,87 @@ def describe_gpu():
     return "none found; running on the CPU"
 
 
+# (input dtype, out_dtype, bound on the relative Frobenius error against float64)
+MATMUL_CASES = [
+    (torch.float32, None, 1e-5),
+    (torch.float16, None, 2e-3),
+    (torch.bfloat16, None, 1e-2),
+    (torch.float16, torch.float32, 1e-5),
+    (torch.int8, torch.int32, 0.0),
+]
+
+
+def random_matrix(rows, cols, dtype):
+    if dtype == torch.int8:
+        return torch.randint(-128, 128, (rows, cols), dtype=dtype)
+    return (torch.randn(rows, cols) / cols**0.25).to(dtype)
+
+
+def relative_error(out, ref):
+    return ((out.double() - ref).norm() / ref.norm().clamp_min(1e-300)).item()
+
+
+def run_matmul(size, repeats):
+    """Both matmul ops on size^3 problems: compile time, parity, speed against torch."""
+    print(f"\nop     : torch.ops.tile.matmul / matmul_leaky_relu(negative_slope=0.01), "
+          f"{size}x{size}x{size}\n")
+    header = (f"{'op':<18} {'dtype':<18} {'first call':>11} {'rel err':>9} "
+              f"{'tile':>12} {'torch':>12} {'tile/torch':>10}")
+    print(header)
+    print("-" * len(header))
+    all_ok = True
+    flops = 2 * size**3
+    for leaky in (False, True):
+        for dtype, out_dtype, bound in MATMUL_CASES:
+            if leaky and dtype == torch.int8:
+                continue
+            a, b = random_matrix(size, size, dtype), random_matrix(size, size, dtype)
+            kwargs = {} if out_dtype is None else {"out_dtype": out_dtype}
+            if leaky:
+                def tile_fn():
+                    return torch.ops.tile.matmul_leaky_relu(a, b, 0.01, **kwargs)
+
+                def torch_fn():
+                    return torch.nn.functional.leaky_relu(torch.matmul(a, b), 0.01)
+            elif dtype == torch.int8:
+                def tile_fn():
+                    return torch.ops.tile.matmul(a, b, **kwargs)
+
+                def torch_fn():  # torch has no int8 matmul on the CPU
+                    return torch.matmul(a.int(), b.int())
+            else:
+                def tile_fn():
+                    return torch.ops.tile.matmul(a, b, **kwargs)
+
+                def torch_fn():
+                    return torch.matmul(a, b)
+            start = time.perf_counter()
+            out = tile_fn()
+            first_ms = (time.perf_counter() - start) * 1e3
+            ref = a.double() @ b.double()
+            if leaky:
+                ref = torch.nn.functional.leaky_relu(ref, 0.01)
+            error = relative_error(out, ref)
+            ok = error <= bound and out.dtype == (out_dtype or dtype)
+            all_ok &= ok
+            tile_s = median_seconds(tile_fn, repeats)
+            torch_s = median_seconds(torch_fn, repeats)
+            name = str(dtype).removeprefix("torch.")
+            if out_dtype is not None:
+                name += " -> " + str(out_dtype).removeprefix("torch.")
+            op = "matmul_leaky_relu" if leaky else "matmul"
+            print(f"{op:<18} {name:<18} {first_ms:>8.1f} ms {error:>9.1e} "
+                  f"{flops / tile_s / 1e9:>7.1f} GF/s {flops / torch_s / 1e9:>7.1f} GF/s "
+                  f"{torch_s / tile_s:>9.2f}x{'' if ok else '  FAIL'}")
+    print("\ntorch = torch.matmul (then leaky_relu); for int8, torch.matmul in int32.")
+    return all_ok
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=2**20 + 3, help="elements per tensor")
     parser.add_argument("--repeats", type=int, default=50)
+    parser.add_argument("--matmul-size", type=int, default=512, help="M = N = K of the matmuls")
     args = parser.parse_args(argv)
 
     print(f"{runtime.compiler_version()}, torch {torch.__version__}")
@@ -71,6 +148,8 @@ def main(argv=None):
         all_ok &= parity and compiled and hit
         print(f"{name:<9} {first_ms:>8.1f} ms {cache:>9} {'OK' if parity else 'FAIL':>7} "
               f"{tile_s * 1e6:>7.1f} us {torch_s * 1e6:>7.1f} us {torch_s / tile_s:>9.2f}x")
+
+    all_ok &= run_matmul(args.matmul_size, max(3, args.repeats // 10))
 
     print("\nfirst call = compile (tile IR -> MLIR passes -> LLVM -> x86 object -> ORC JIT) + run;")
     print("tile/torch = torch time / tile time per call (above 1: tile is faster).")
