@@ -1,6 +1,8 @@
 // The matmul tile program on the CPU without torch: blocks of every shape class (full,
 // ragged edges, K = 0, strided views) against a double-precision loop.
 #include "TestKernels.h"
+#include "ops/MatmulConfig.h"
+#include "runtime/KernelKey.h"
 #include "runtime/CompileAndLoad.h"
 #include "runtime/CpuLauncher.h"
 #include "tile/Compiler/Compile.h"
@@ -102,6 +104,29 @@ TEST(Matmul, RejectsBadConfigs) {
                std::invalid_argument);
   EXPECT_THROW(ops::buildKernel(*context, matmulSpec("matmul_leaky_relu", "i8", "i32", 16, 32, 16)),
                std::invalid_argument);
+}
+
+TEST(MatmulConfig, EveryTargetFamilySetsEveryKnob) {
+  for (const char *target : {"cpu", "hip:gfx942", "hip:gfx1100", "cuda:sm_90"}) {
+    auto config = ops::defaultMatmulConfig(Target::parse(target), 1024, 1024, 1024, "f16");
+    for (const auto &name : ops::matmulKnobNames())
+      EXPECT_EQ(config.count(name), 1u) << target << " has no default " << name;
+  }
+  auto cpu = ops::defaultMatmulConfig(Target::host(), 7, 13, 5, "f32");
+  EXPECT_EQ(cpu.at("BLOCK_K"), 16) << "BLOCK_K is a power of two no larger than needed";
+}
+
+TEST(MatmulConfig, GpuOnlyKnobsStillChangeTheCpuKey) {
+  // Ignored by the CPU code generator, but a different config is a different kernel.
+  auto spec = matmulSpec("matmul", "f32", "f32", 8, 32, 64);
+  const std::string ir = "module {}";
+  std::string base = runtime::kernelKey(spec, Target::host(), ir);
+  for (const char *knob : {"GROUP_M", "num_warps", "num_stages", "waves_per_eu",
+                           "matrix_instr_nonkdim", "kpack"}) {
+    auto changed = spec;
+    changed.config[knob] = 3;
+    EXPECT_NE(base, runtime::kernelKey(changed, Target::host(), ir)) << knob;
+  }
 }
 
 } // namespace
