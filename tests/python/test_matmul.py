@@ -33,7 +33,6 @@ PAIRS = [
     pytest.param(DtypePair(torch.int8, torch.int32, torch.int32, 0.0), id="i8_to_i32"),
 ]
 FLOAT_PAIRS = [p for p in PAIRS if p.values[0].inputs.is_floating_point]
-INT8 = DtypePair(torch.int8, torch.int32, torch.int32, 0.0)
 
 DEFAULT_SLOPE = 0.01
 OTHER_SLOPES = [0.0, 0.2, 1.0]
