@@ -172,7 +172,11 @@ SmallVector<Value> microkernel(OpBuilder &b, Location loc, const OperandView &a,
                 [&](OpBuilder &b, Location loc) { scf::YieldOp::create(b, loc, a.other); });
             scalar = guarded.getResult(0);
           }
-          Value splat = vector::BroadcastOp::create(b, loc, rowType, widen(b, loc, scalar, accElement));
+          // Broadcast, then widen: a 16-bit scalar converted alone is inserted into
+          // a register that LLVM may pick among the accumulators (vpinsrw), chaining
+          // every load of a to an FMA; a broadcast load writes the whole register.
+          Value splat = widen(b, loc, vector::BroadcastOp::create(b, loc, bRowType.clone(a.element), scalar),
+                              accElement);
           next.push_back(multiplyAdd(b, loc, splat, bRow, row));
         }
         scf::YieldOp::create(b, loc, next);

@@ -11,9 +11,9 @@
 // CHECK: %[[BROW:.+]] = llvm.load %{{.+}} {alignment = 2 : i64} : !llvm.ptr -> vector<8xf16>
 // CHECK: %[[WIDE:.+]] = arith.extf %[[BROW]] : vector<8xf16> to vector<8xf32>
 // CHECK: %[[A0:.+]] = llvm.load %{{.+}} {alignment = 2 : i64} : !llvm.ptr -> f16
-// CHECK: %[[A0W:.+]] = arith.extf %[[A0]] : f16 to f32
-// CHECK: %[[SPLAT:.+]] = vector.broadcast %[[A0W]] : f32 to vector<8xf32>
-// CHECK: vector.fma %[[SPLAT]], %[[WIDE]], %{{.+}} : vector<8xf32>
+// CHECK: %[[SPLAT:.+]] = vector.broadcast %[[A0]] : f16 to vector<8xf16>
+// CHECK: %[[SPLATW:.+]] = arith.extf %[[SPLAT]] : vector<8xf16> to vector<8xf32>
+// CHECK: vector.fma %[[SPLATW]], %[[WIDE]], %{{.+}} : vector<8xf32>
 // CHECK: } else {
 // CHECK: llvm.intr.masked.gather
 // CHECK: scf.if %{{.+}} -> (f16)
