@@ -81,7 +81,12 @@ TEST_P(MatmulShapes, Float32MatchesDoubleLoop) {
 INSTANTIATE_TEST_SUITE_P(Shapes, MatmulShapes,
                          ::testing::Values(Shape{16, 32, 16}, Shape{64, 64, 64}, Shape{1, 1, 1},
                                            Shape{7, 13, 5}, Shape{33, 65, 47}, Shape{5, 7, 0},
-                                           Shape{100, 3, 130}));
+                                           Shape{100, 3, 130}),
+                         [](const ::testing::TestParamInfo<Shape> &info) {
+                           const Shape &s = info.param;
+                           return "M" + std::to_string(s.m) + "_N" + std::to_string(s.n) + "_K" +
+                                  std::to_string(s.k);
+                         });
 
 TEST(Matmul, DotReadsOperandsFromMemory) {
   auto context = createContext();
