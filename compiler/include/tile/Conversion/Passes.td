@@ -23,4 +23,29 @@ def ConvertTileToCPU : Pass<"convert-tile-to-cpu", "::mlir::ModuleOp"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def ConvertTileToGPU : Pass<"convert-tile-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "Distribute tile kernels over the threads of one workgroup (the tile-gpu stage)";
+  let description = [{
+    Each kernel becomes a `gpu.func` in the `gpu.module @tile_kernels`, one program per
+    workgroup of `num-warps` waves. A block of N elements is spread over the threads in
+    runs of as many elements as 16 bytes of the kernel's narrowest memory type hold:
+    thread t owns elements [t * vec, t * vec + vec) of each of the N / (threads * vec)
+    repetitions, so a stride-1 load or store of a run is one 16-byte access
+    (`global_load_dwordx4`, `ld.global.v4`). The run is taken unmasked when the mask
+    keeps all of it, masked otherwise.
+
+    The chipset (`gfx942`, `sm_90`) selects the wave size from the arch table. So far
+    only 1-D blocks are distributed; a kernel with 2-D blocks is rejected with an error.
+  }];
+  let options = [
+    Option<"chipset", "chipset", "std::string", /*default=*/"\"gfx942\"",
+           "GPU arch the kernel is compiled for (gfx90a, gfx942, gfx950, gfx1100, gfx1201, sm_80, sm_90)">,
+    Option<"numWarps", "num-warps", "int64_t", /*default=*/"4",
+           "waves (warps) per workgroup">,
+  ];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::vector::VectorDialect",
+                           "::mlir::scf::SCFDialect", "::mlir::gpu::GPUDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 #endif // TILE_CONVERSION_PASSES_TD

@@ -2,7 +2,8 @@
 #ifndef TILE_LIB_CONVERSION_TILETOCPU_CPULOWERING_H
 #define TILE_LIB_CONVERSION_TILETOCPU_CPULOWERING_H
 
-#include "tile/Conversion/TileToCPU/AffineLanes.h"
+#include "tile/Analysis/AffineLanes.h"
+#include "tile/Conversion/BlockAccess.h"
 #include "tile/Dialect/Tile/IR/TileDialect.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -24,22 +25,11 @@ unsigned elementBytes(Type type);
 Value flatten(OpBuilder &builder, Location loc, Value v);
 Value reshapeTo(OpBuilder &builder, Location loc, Value v, VectorType type);
 
-/// The i1 `and` of the non-null terms; null (known true) when all are null.
-Value conjunction(OpBuilder &builder, Location loc, ArrayRef<Value> terms);
-
 /// i1 that is true when every lane of `mask` is on; `originalMask` is the tile-IR value,
 /// whose per-dimension bounds (when it has them) cost a few scalar compares instead of a
 /// reduction over the whole mask. Null (known true) when there is no mask.
 Value allLanesOn(ConversionPatternRewriter &rewriter, Location loc, Value originalMask,
                  Value mask, ArrayRef<int64_t> shape);
-
-/// How many leading lanes of dimension `dim` (of size `size`) the bounds switch on, as i64.
-Value validLanes(ConversionPatternRewriter &rewriter, Location loc, const LaneBounds &bounds,
-                 unsigned dim, int64_t size);
-
-/// `basePtr + offset` of analyzed lanes, as an !llvm.ptr to `elementType`.
-Value offsetBase(ConversionPatternRewriter &rewriter, Location loc, const AffineLanes &lanes,
-                 Type elementType);
 
 /// True when `load` only feeds dots that read its memory directly (see DotLowering.cpp),
 /// so the load itself needs no code.

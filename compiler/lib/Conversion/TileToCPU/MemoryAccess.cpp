@@ -247,26 +247,6 @@ Value mlir::tile::cpu::reshapeTo(OpBuilder &builder, Location loc, Value v, Vect
   return vector::ShapeCastOp::create(builder, loc, type, v);
 }
 
-Value mlir::tile::cpu::validLanes(ConversionPatternRewriter &rewriter, Location loc,
-                                  const LaneBounds &bounds, unsigned dim, int64_t size) {
-  Type i64 = rewriter.getI64Type();
-  Value count = arith::ConstantIntOp::create(rewriter, loc, i64, size);
-  for (const auto &bound : bounds.upper[dim]) {
-    Value limit = bound.materialize(rewriter, loc, [&](Value v) { return rewriter.getRemappedValue(v); });
-    count = arith::MinSIOp::create(rewriter, loc, count, limit);
-  }
-  return arith::MaxSIOp::create(rewriter, loc, count,
-                                arith::ConstantIntOp::create(rewriter, loc, i64, 0));
-}
-
-Value mlir::tile::cpu::conjunction(OpBuilder &builder, Location loc, ArrayRef<Value> terms) {
-  Value all;
-  for (Value term : terms)
-    if (term)
-      all = all ? arith::AndIOp::create(builder, loc, all, term) : term;
-  return all;
-}
-
 Value mlir::tile::cpu::allLanesOn(ConversionPatternRewriter &rewriter, Location loc,
                                   Value originalMask, Value mask, ArrayRef<int64_t> shape) {
   if (!originalMask)
@@ -283,15 +263,6 @@ Value mlir::tile::cpu::allLanesOn(ConversionPatternRewriter &rewriter, Location 
   }
   return vector::ReductionOp::create(rewriter, loc, vector::CombiningKind::AND,
                                      flatten(rewriter, loc, mask));
-}
-
-Value mlir::tile::cpu::offsetBase(ConversionPatternRewriter &rewriter, Location loc,
-                                  const AffineLanes &lanes, Type elementType) {
-  Value offset = lanes.offset.materialize(rewriter, loc,
-                                          [&](Value v) { return rewriter.getRemappedValue(v); });
-  Value base = rewriter.getRemappedValue(lanes.basePtr);
-  return LLVM::GEPOp::create(rewriter, loc, base.getType(), elementType, base,
-                             ArrayRef<LLVM::GEPArg>{offset});
 }
 
 void mlir::tile::cpu::populateMemoryAccessPatterns(const TypeConverter &converter,

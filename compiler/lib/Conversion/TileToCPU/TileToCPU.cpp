@@ -1,6 +1,7 @@
 #include "tile/Conversion/TileToCPU/TileToCPU.h"
 
 #include "CpuLowering.h"
+#include "tile/Conversion/ElementwiseTypeLowering.h"
 #include "tile/Conversion/Passes.h"
 #include "tile/Dialect/Tile/IR/TileDialect.h"
 
@@ -92,30 +93,6 @@ struct BroadcastLowering : OpConversionPattern<BroadcastOp> {
   }
 };
 
-/// arith and math ops are already target-neutral; only their tensor types change.
-struct ElementwiseTypeLowering : ConversionPattern {
-  ElementwiseTypeLowering(const TypeConverter &converter, MLIRContext *ctx)
-      : ConversionPattern(converter, MatchAnyOpTypeTag(), /*benefit=*/1, ctx) {}
-  LogicalResult matchAndRewrite(Operation *op, ArrayRef<Value> operands,
-                                ConversionPatternRewriter &rewriter) const override {
-    if (!isa<arith::ArithDialect, math::MathDialect>(op->getDialect()))
-      return failure();
-    if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
-      auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
-      auto type = dyn_cast_or_null<VectorType>(getTypeConverter()->convertType(constant.getType()));
-      if (!dense || !type)
-        return failure();
-      rewriter.replaceOpWithNewOp<arith::ConstantOp>(op, type, dense.reshape(type));
-      return success();
-    }
-    FailureOr<Operation *> converted = convertOpResultTypes(op, operands, *getTypeConverter(), rewriter);
-    if (failed(converted))
-      return failure();
-    rewriter.replaceOp(op, (*converted)->getResults());
-    return success();
-  }
-};
-
 /// Program ids become trailing kernel arguments, which the CPU entry point fills in.
 void appendGridArguments(func::FuncOp kernel) {
   OpBuilder builder(kernel.getContext());
@@ -168,7 +145,7 @@ struct ConvertTileToCPUPass : mlir::tile::impl::ConvertTileToCPUBase<ConvertTile
                  BroadcastLowering>(converter, ctx);
     cpu::populateMemoryAccessPatterns(converter, patterns);
     cpu::populateDotPatterns(converter, patterns);
-    patterns.add<ElementwiseTypeLowering>(converter, ctx);
+    populateElementwiseTypeLowering(converter, patterns);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns, converter);
     populateReturnOpTypeConversionPattern(patterns, converter);
     populateCallOpTypeConversionPattern(patterns, converter);

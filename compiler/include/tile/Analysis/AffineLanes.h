@@ -1,5 +1,5 @@
-#ifndef TILE_CONVERSION_TILETOCPU_AFFINELANES_H
-#define TILE_CONVERSION_TILETOCPU_AFFINELANES_H
+#ifndef TILE_ANALYSIS_AFFINELANES_H
+#define TILE_ANALYSIS_AFFINELANES_H
 
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/SmallVector.h"
@@ -40,8 +40,8 @@ struct ScalarPoly {
 /// What an integer or pointer tensor is when it is affine in its lane indices i_d:
 ///   lane(i) = basePtr + offset + sum_d strides[d] * i_d
 /// counted in elements. `basePtr` is the scalar `!tile.ptr` of a pointer tensor and null
-/// for an integer tensor. The CPU lowering turns such pointer tensors into strided
-/// memory accesses instead of vectors of addresses.
+/// for an integer tensor. The lowerings turn such pointer tensors into strided memory
+/// accesses instead of vectors of addresses.
 struct AffineLanes {
   Value basePtr;
   ScalarPoly offset;

@@ -1,4 +1,4 @@
-#include "tile/Conversion/TileToCPU/AffineLanes.h"
+#include "tile/Analysis/AffineLanes.h"
 
 #include "tile/Dialect/Tile/IR/TileDialect.h"
 

@@ -1,0 +1,24 @@
+#ifndef TILE_CONVERSION_BLOCKACCESS_H
+#define TILE_CONVERSION_BLOCKACCESS_H
+
+#include "tile/Analysis/AffineLanes.h"
+
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace mlir::tile {
+
+/// How many leading lanes of dimension `dim` (of size `size`) the bounds switch on, as i64.
+Value validLanes(ConversionPatternRewriter &rewriter, Location loc, const LaneBounds &bounds,
+                 unsigned dim, int64_t size);
+
+/// `basePtr + offset` of analyzed lanes, as a pointer (of the converted base's type) to
+/// `elementType`.
+Value offsetBase(ConversionPatternRewriter &rewriter, Location loc, const AffineLanes &lanes,
+                 Type elementType);
+
+/// The i1 `and` of the non-null terms; null (known true) when all are null.
+Value conjunction(OpBuilder &builder, Location loc, ArrayRef<Value> terms);
+
+} // namespace mlir::tile
+
+#endif

@@ -1,0 +1,46 @@
+#ifndef TILE_TARGET_GPUARCH_H
+#define TILE_TARGET_GPUARCH_H
+
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tile {
+
+/// The matrix-multiply instruction family a GPU arch offers.
+enum class MatrixUnit { None, Mfma, Wmma, MmaSync, Wgmma };
+
+/// What the lowerings and the resource report need to know about one GPU arch, in one
+/// table (as IREE keeps its ROCM arch data), instead of `if (arch == ...)` in passes.
+struct GpuArch {
+  std::string name;        ///< "gfx942", "sm_90"
+  bool amd = false;
+  unsigned waveSize = 64;  ///< threads per wavefront / warp
+  unsigned ldsBytes = 0;   ///< LDS / shared memory per workgroup
+  unsigned vgprsPerSimd = 0;   ///< AMD: VGPRs per lane of one SIMD (the occupancy budget)
+  unsigned maxVgprsPerWave = 0; ///< AMD: architected VGPRs one wave can address
+  unsigned maxAgprsPerWave = 0; ///< AMD: accumulation VGPRs (0 where the arch has none)
+  unsigned vgprGranule = 8;     ///< AMD: VGPR allocation granularity
+  unsigned maxWavesPerSimd = 0; ///< AMD: hardware wave slots per SIMD
+  unsigned sgprsPerWave = 0;    ///< AMD
+  MatrixUnit matrixUnit = MatrixUnit::None;
+  std::string llvmTriple;       ///< "amdgcn-amd-amdhsa", "nvptx64-nvidia-cuda"
+  std::string ptxFeatures;      ///< NVIDIA: "+ptx80"
+};
+
+/// The archs torch-tile compiles for; nullopt for any other name.
+std::optional<GpuArch> lookupGpuArch(llvm::StringRef name);
+const std::vector<GpuArch> &supportedGpuArchs();
+
+/// Waves per SIMD that fit by registers (the formula of the AMD Triton optimization
+/// guide: VGPRs per SIMD divided by the granule-rounded VGPR+AGPR count, capped by the
+/// wave slots), or by LDS when `ldsBytes` > 0 and `wavesPerGroup` waves share it.
+unsigned occupancyWavesPerSimd(const GpuArch &arch, unsigned vgprs, unsigned agprs,
+                               unsigned ldsBytes, unsigned wavesPerGroup);
+
+} // namespace tile
+
+#endif

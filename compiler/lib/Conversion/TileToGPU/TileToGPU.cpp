@@ -1,0 +1,405 @@
+// convert-tile-to-gpu: one program per workgroup, a block spread over its threads.
+#include "tile/Analysis/AffineLanes.h"
+#include "tile/Conversion/BlockAccess.h"
+#include "tile/Conversion/ElementwiseTypeLowering.h"
+#include "tile/Conversion/Passes.h"
+#include "tile/Dialect/Tile/IR/TileDialect.h"
+#include "tile/Target/GpuArch.h"
+
+#include "mlir/Dialect/Func/Transforms/FuncConversions.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/Transforms/Patterns.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace mlir::tile {
+#define GEN_PASS_DEF_CONVERTTILETOGPU
+#include "tile/Conversion/Passes.h.inc"
+} // namespace mlir::tile
+
+using namespace mlir;
+using namespace mlir::tile;
+
+namespace {
+
+/// Global memory on AMDGPU (and NVPTX): loads and stores through it are global_* / ld.global.
+constexpr unsigned kGlobalAddressSpace = 1;
+
+/// How a 1-D block of `size` elements is spread over `threads` threads: thread t owns
+/// runs of `vec` elements at t * vec + r * threads * vec for r < reps (modulo size when
+/// the block is smaller than one element per thread, which repeats elements).
+struct ThreadLayout {
+  int64_t size, threads, vec, reps;
+  int64_t perThread() const { return vec * reps; }
+  bool wraps() const { return threads * vec > size; }
+};
+
+ThreadLayout layoutFor(int64_t size, int64_t threads, int64_t accessElements) {
+  int64_t vec = std::min(accessElements, std::max<int64_t>(1, size / threads));
+  int64_t reps = std::max<int64_t>(1, size / (threads * vec));
+  return {size, threads, vec, reps};
+}
+
+/// What every pattern needs: the thread id and the layout rule of this kernel.
+struct Distribution {
+  int64_t threads = 0;
+  int64_t accessElements = 1;
+  Value threadId; // i32, at the top of the kernel
+  ThreadLayout of(Type tensorType) const {
+    return layoutFor(cast<RankedTensorType>(tensorType).getDimSize(0), threads, accessElements);
+  }
+};
+
+class GpuTypeConverter : public TypeConverter {
+public:
+  GpuTypeConverter(MLIRContext *ctx, const Distribution &dist) {
+    addConversion([](Type type) { return type; });
+    addConversion([ctx](PointerType) -> Type {
+      return LLVM::LLVMPointerType::get(ctx, kGlobalAddressSpace);
+    });
+    addConversion([this, &dist](RankedTensorType type) -> Type {
+      Type element = convertType(type.getElementType());
+      if (!element || type.getRank() != 1)
+        return {};
+      return VectorType::get({dist.of(type).perThread()}, element);
+    });
+  }
+};
+
+/// Index in the block of the first element of run `rep` of this thread, as i32.
+Value runStart(OpBuilder &b, Location loc, const Distribution &dist, const ThreadLayout &layout,
+               int64_t rep) {
+  Type i32 = b.getI32Type();
+  Value first = arith::MulIOp::create(b, loc, dist.threadId,
+                                      arith::ConstantIntOp::create(b, loc, i32, layout.vec));
+  first = arith::AddIOp::create(
+      b, loc, first, arith::ConstantIntOp::create(b, loc, i32, rep * layout.threads * layout.vec));
+  if (layout.wraps())
+    first = arith::RemUIOp::create(b, loc, first,
+                                   arith::ConstantIntOp::create(b, loc, i32, layout.size));
+  return first;
+}
+
+template <typename Op>
+struct DistributedPattern : OpConversionPattern<Op> {
+  DistributedPattern(const TypeConverter &converter, MLIRContext *ctx, const Distribution &dist)
+      : OpConversionPattern<Op>(converter, ctx), dist(dist) {}
+  const Distribution &dist;
+};
+
+struct ProgramIdLowering : OpConversionPattern<ProgramIdOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(ProgramIdOp op, OpAdaptor, ConversionPatternRewriter &rewriter) const override {
+    Value id = gpu::BlockIdOp::create(rewriter, op.getLoc(), gpu::Dimension(op.getAxis()));
+    rewriter.replaceOpWithNewOp<arith::IndexCastUIOp>(op, rewriter.getI32Type(), id);
+    return success();
+  }
+};
+
+struct NumProgramsLowering : OpConversionPattern<NumProgramsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(NumProgramsOp op, OpAdaptor, ConversionPatternRewriter &rewriter) const override {
+    Value count = gpu::GridDimOp::create(rewriter, op.getLoc(), gpu::Dimension(op.getAxis()));
+    rewriter.replaceOpWithNewOp<arith::IndexCastUIOp>(op, rewriter.getI32Type(), count);
+    return success();
+  }
+};
+
+struct MakeRangeLowering : DistributedPattern<MakeRangeOp> {
+  using DistributedPattern::DistributedPattern;
+  LogicalResult matchAndRewrite(MakeRangeOp op, OpAdaptor, ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    ThreadLayout layout = dist.of(op.getType());
+    auto type = VectorType::get({layout.perThread()}, rewriter.getI32Type());
+    Value result = arith::ConstantOp::create(rewriter, loc, type, rewriter.getZeroAttr(type));
+    for (int64_t rep = 0; rep < layout.reps; ++rep) {
+      Value start = arith::AddIOp::create(
+          rewriter, loc, runStart(rewriter, loc, dist, layout, rep),
+          arith::ConstantIntOp::create(rewriter, loc, rewriter.getI32Type(), op.getStart()));
+      for (int64_t v = 0; v < layout.vec; ++v) {
+        Value element = arith::AddIOp::create(
+            rewriter, loc, start, arith::ConstantIntOp::create(rewriter, loc, rewriter.getI32Type(), v));
+        result = vector::InsertOp::create(rewriter, loc, element, result,
+                                          ArrayRef<int64_t>{rep * layout.vec + v});
+      }
+    }
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct SplatLowering : OpConversionPattern<SplatOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(SplatOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override {
+    Type type = getTypeConverter()->convertType(op.getType());
+    if (!type)
+      return failure();
+    rewriter.replaceOpWithNewOp<vector::BroadcastOp>(op, type, adaptor.getSrc());
+    return success();
+  }
+};
+
+struct AddPtrLowering : OpConversionPattern<AddPtrOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(AddPtrOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override {
+    Type type = getTypeConverter()->convertType(op.getType());
+    Type element = getTypeConverter()->convertType(getPointeeType(op.getType()));
+    if (!type)
+      return failure();
+    rewriter.replaceOpWithNewOp<LLVM::GEPOp>(op, type, element, adaptor.getPtr(),
+                                             ArrayRef<LLVM::GEPArg>{adaptor.getOffset()});
+    return success();
+  }
+};
+
+unsigned bytesOf(Type type) { return std::max(1u, type.getIntOrFloatBitWidth() / 8); }
+
+/// The runs of a stride-1 block access: for each, its pointer, the i1 "whole run in
+/// range" (null when there is no mask) and its slice of the mask.
+struct Run {
+  Value ptr, full, mask;
+  int64_t first;
+};
+
+std::optional<SmallVector<Run>> contiguousRuns(ConversionPatternRewriter &rewriter, Location loc,
+                                               const Distribution &dist, Value originalPtr,
+                                               Value originalMask, Value mask, Type element) {
+  auto lanes = analyzeAffineLanes(originalPtr);
+  if (!lanes || !lanes->basePtr || lanes->strides[0].getConstant() != 1)
+    return std::nullopt;
+  ThreadLayout layout = dist.of(originalPtr.getType());
+  std::optional<LaneBounds> bounds;
+  if (originalMask)
+    bounds = analyzeLaneBounds(originalMask);
+  Value valid = bounds ? validLanes(rewriter, loc, *bounds, 0, layout.size) : Value();
+  Value base = offsetBase(rewriter, loc, *lanes, element);
+  SmallVector<Run> runs;
+  Type i64 = rewriter.getI64Type();
+  for (int64_t rep = 0; rep < layout.reps; ++rep) {
+    Run run;
+    run.first = rep * layout.vec;
+    Value start = arith::ExtUIOp::create(rewriter, loc, i64, runStart(rewriter, loc, dist, layout, rep));
+    run.ptr = LLVM::GEPOp::create(rewriter, loc, base.getType(), element, base,
+                                  ArrayRef<LLVM::GEPArg>{start});
+    if (mask) {
+      run.mask = vector::ExtractStridedSliceOp::create(rewriter, loc, mask, run.first, layout.vec, 1);
+      if (valid) {
+        Value end = arith::AddIOp::create(rewriter, loc, start,
+                                          arith::ConstantIntOp::create(rewriter, loc, i64, layout.vec));
+        run.full = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::sle, end, valid);
+      } else {
+        run.full = vector::ReductionOp::create(rewriter, loc, vector::CombiningKind::AND, run.mask);
+      }
+    }
+    runs.push_back(run);
+  }
+  return runs;
+}
+
+struct LoadLowering : DistributedPattern<LoadOp> {
+  using DistributedPattern::DistributedPattern;
+  LogicalResult matchAndRewrite(LoadOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Type type = getTypeConverter()->convertType(op.getType());
+    if (!type)
+      return failure();
+    auto vectorType = dyn_cast<VectorType>(type);
+    if (!vectorType) {
+      rewriter.replaceOpWithNewOp<LLVM::LoadOp>(op, type, adaptor.getPtr(), bytesOf(type));
+      return success();
+    }
+    Type element = vectorType.getElementType();
+    Value other = adaptor.getOther();
+    if (!other)
+      other = arith::ConstantOp::create(rewriter, loc, type, rewriter.getZeroAttr(type));
+    auto runs = contiguousRuns(rewriter, loc, dist, op.getPtr(), op.getMask(), adaptor.getMask(), element);
+    if (!runs) {
+      Value mask = adaptor.getMask();
+      if (!mask)
+        mask = arith::ConstantOp::create(
+            rewriter, loc, DenseElementsAttr::get(vectorType.clone(rewriter.getI1Type()), true));
+      rewriter.replaceOpWithNewOp<LLVM::masked_gather>(op, type, adaptor.getPtr(), mask, other,
+                                                       bytesOf(element));
+      return success();
+    }
+    ThreadLayout layout = dist.of(op.getType());
+    auto runType = VectorType::get({layout.vec}, element);
+    // Runs start at multiples of vec elements from a base that torch allocates 16-byte
+    // aligned; the launcher must keep that true for the pointers it passes.
+    unsigned align = layout.vec * bytesOf(element);
+    Value result = other;
+    for (const Run &run : *runs) {
+      auto plainLoad = [&](OpBuilder &b, Location l) -> Value {
+        return LLVM::LoadOp::create(b, l, runType, run.ptr, align);
+      };
+      Value loaded;
+      if (!run.full) {
+        loaded = plainLoad(rewriter, loc);
+      } else {
+        Value otherRun = vector::ExtractStridedSliceOp::create(rewriter, loc, other, run.first, layout.vec, 1);
+        auto branch = scf::IfOp::create(
+            rewriter, loc, run.full,
+            [&](OpBuilder &b, Location l) { scf::YieldOp::create(b, l, plainLoad(b, l)); },
+            [&](OpBuilder &b, Location l) {
+              scf::YieldOp::create(b, l, Value(LLVM::MaskedLoadOp::create(b, l, runType, run.ptr, run.mask,
+                                                                          otherRun, align)));
+            });
+        loaded = branch.getResult(0);
+      }
+      result = vector::InsertStridedSliceOp::create(rewriter, loc, loaded, result, run.first, 1);
+    }
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct StoreLowering : DistributedPattern<StoreOp> {
+  using DistributedPattern::DistributedPattern;
+  LogicalResult matchAndRewrite(StoreOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value value = adaptor.getValue();
+    auto vectorType = dyn_cast<VectorType>(value.getType());
+    if (!vectorType) {
+      LLVM::StoreOp::create(rewriter, loc, value, adaptor.getPtr(), bytesOf(value.getType()));
+      rewriter.eraseOp(op);
+      return success();
+    }
+    Type element = vectorType.getElementType();
+    auto runs = contiguousRuns(rewriter, loc, dist, op.getPtr(), op.getMask(), adaptor.getMask(), element);
+    if (!runs) {
+      Value mask = adaptor.getMask();
+      if (!mask)
+        mask = arith::ConstantOp::create(
+            rewriter, loc, DenseElementsAttr::get(vectorType.clone(rewriter.getI1Type()), true));
+      LLVM::masked_scatter::create(rewriter, loc, value, adaptor.getPtr(), mask, bytesOf(element));
+      rewriter.eraseOp(op);
+      return success();
+    }
+    ThreadLayout layout = dist.of(op.getPtr().getType());
+    unsigned align = layout.vec * bytesOf(element);
+    for (const Run &run : *runs) {
+      Value slice = vector::ExtractStridedSliceOp::create(rewriter, loc, value, run.first, layout.vec, 1);
+      if (!run.full) {
+        LLVM::StoreOp::create(rewriter, loc, slice, run.ptr, align);
+        continue;
+      }
+      scf::IfOp::create(
+          rewriter, loc, run.full,
+          [&](OpBuilder &b, Location l) {
+            LLVM::StoreOp::create(b, l, slice, run.ptr, align);
+            scf::YieldOp::create(b, l);
+          },
+          [&](OpBuilder &b, Location l) {
+            LLVM::MaskedStoreOp::create(b, l, slice, run.ptr, run.mask, align);
+            scf::YieldOp::create(b, l);
+          });
+    }
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct ReturnLowering : OpConversionPattern<func::ReturnOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(func::ReturnOp op, OpAdaptor, ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOpWithNewOp<gpu::ReturnOp>(op);
+    return success();
+  }
+};
+
+/// 16 bytes of the narrowest element type the kernel loads or stores.
+int64_t accessElementsOf(func::FuncOp kernel) {
+  unsigned narrowest = 16;
+  kernel.walk([&](Operation *op) {
+    Value ptr;
+    if (auto load = dyn_cast<LoadOp>(op))
+      ptr = load.getPtr();
+    else if (auto store = dyn_cast<StoreOp>(op))
+      ptr = store.getPtr();
+    if (ptr)
+      narrowest = std::min(narrowest, bytesOf(getPointeeType(ptr.getType())));
+  });
+  return 16 / narrowest;
+}
+
+LogicalResult checkDistributable(func::FuncOp kernel) {
+  WalkResult walk = kernel.walk([&](Operation *op) {
+    for (Type type : op->getResultTypes())
+      if (auto tensor = dyn_cast<RankedTensorType>(type); tensor && tensor.getRank() != 1) {
+        op->emitError("GPU lowering distributes 1-D blocks only so far; this ")
+            << tensor.getRank() << "-D block (" << type << ") is not supported on GPUs yet";
+        return WalkResult::interrupt();
+      }
+    return WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
+}
+
+struct ConvertTileToGPUPass : mlir::tile::impl::ConvertTileToGPUBase<ConvertTileToGPUPass> {
+  using ConvertTileToGPUBase::ConvertTileToGPUBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    std::optional<::tile::GpuArch> arch = ::tile::lookupGpuArch(chipset);
+    if (!arch) {
+      module.emitError("unknown GPU chipset '") << chipset << "'";
+      return signalPassFailure();
+    }
+    SmallVector<func::FuncOp> kernels;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (func->hasAttr(kKernelAttrName) && !func.isExternal())
+        kernels.push_back(func);
+    if (kernels.empty())
+      return;
+
+    OpBuilder builder(ctx);
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), builder.getUnitAttr());
+    builder.setInsertionPointToEnd(module.getBody());
+    auto gpuModule = gpu::GPUModuleOp::create(builder, module.getLoc(), "tile_kernels");
+    int64_t threads = numWarps * arch->waveSize;
+
+    for (auto kernel : kernels) {
+      if (failed(checkDistributable(kernel)))
+        return signalPassFailure();
+      Distribution dist;
+      dist.threads = threads;
+      dist.accessElements = accessElementsOf(kernel);
+
+      builder.setInsertionPointToEnd(gpuModule.getBody());
+      auto func = gpu::GPUFuncOp::create(builder, kernel.getLoc(), kernel.getName(),
+                                         kernel.getFunctionType());
+      func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), builder.getUnitAttr());
+      func.setKnownBlockSizeAttr(builder.getDenseI32ArrayAttr({int32_t(threads), 1, 1}));
+      func.getBody().front().erase();
+      func.getBody().takeBody(kernel.getBody());
+      kernel.erase();
+
+      builder.setInsertionPointToStart(&func.getBody().front());
+      Value tid = gpu::ThreadIdOp::create(builder, func.getLoc(), gpu::Dimension::x);
+      dist.threadId = arith::IndexCastUIOp::create(builder, func.getLoc(), builder.getI32Type(), tid);
+
+      GpuTypeConverter converter(ctx, dist);
+      ConversionTarget target(*ctx);
+      target.addLegalDialect<LLVM::LLVMDialect, vector::VectorDialect, gpu::GPUDialect>();
+      target.addIllegalDialect<TileDialect>();
+      target.addIllegalOp<func::ReturnOp>();
+      target.addDynamicallyLegalDialect<arith::ArithDialect, math::MathDialect>(
+          [&](Operation *op) { return converter.isLegal(op); });
+      target.addDynamicallyLegalOp<gpu::GPUFuncOp>([&](gpu::GPUFuncOp op) {
+        return converter.isSignatureLegal(op.getFunctionType());
+      });
+      RewritePatternSet patterns(ctx);
+      patterns.add<ProgramIdLowering, NumProgramsLowering, SplatLowering, AddPtrLowering,
+                   ReturnLowering>(converter, ctx);
+      patterns.add<MakeRangeLowering, LoadLowering, StoreLowering>(converter, ctx, dist);
+      populateElementwiseTypeLowering(converter, patterns);
+      populateFunctionOpInterfaceTypeConversionPattern<gpu::GPUFuncOp>(patterns, converter);
+      scf::populateSCFStructuralTypeConversionsAndLegality(converter, patterns, target);
+      if (failed(applyPartialConversion(func, target, std::move(patterns))))
+        return signalPassFailure();
+    }
+  }
+};
+
+} // namespace

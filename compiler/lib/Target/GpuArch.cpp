@@ -1,0 +1,79 @@
+// GPU arch data. AMD numbers from the CDNA/RDNA ISA guides and the AMD Triton
+// optimization guide; NVIDIA from the CUDA programming guide's compute capability table.
+#include "tile/Target/GpuArch.h"
+
+#include <algorithm>
+
+namespace tile {
+
+const std::vector<GpuArch> &supportedGpuArchs() {
+  static const std::vector<GpuArch> archs = [] {
+    auto amd = [](const char *name, unsigned wave, unsigned lds, unsigned vgprsPerSimd,
+                  unsigned maxVgprs, unsigned maxAgprs, unsigned granule, unsigned waves,
+                  MatrixUnit unit) {
+      GpuArch arch;
+      arch.name = name;
+      arch.amd = true;
+      arch.waveSize = wave;
+      arch.ldsBytes = lds;
+      arch.vgprsPerSimd = vgprsPerSimd;
+      arch.maxVgprsPerWave = maxVgprs;
+      arch.maxAgprsPerWave = maxAgprs;
+      arch.vgprGranule = granule;
+      arch.maxWavesPerSimd = waves;
+      arch.sgprsPerWave = 102;
+      arch.matrixUnit = unit;
+      arch.llvmTriple = "amdgcn-amd-amdhsa";
+      return arch;
+    };
+    auto nvidia = [](const char *name, unsigned smem, MatrixUnit unit, const char *ptx) {
+      GpuArch arch;
+      arch.name = name;
+      arch.waveSize = 32;
+      arch.ldsBytes = smem;
+      arch.matrixUnit = unit;
+      arch.llvmTriple = "nvptx64-nvidia-cuda";
+      arch.ptxFeatures = ptx;
+      return arch;
+    };
+    // CDNA: 512 VGPRs per SIMD lane, shared by the waves on it, of which one wave
+    // addresses up to 256 architected VGPRs and 256 AGPRs, allocated in granules of 8.
+    // RDNA3/4 in wave32: 1536 VGPRs per SIMD lane, up to 256 per wave, in granules of
+    // 24 (LLVM's AMDGPUBaseInfo for wave32 with 1536 VGPRs), 16 wave slots.
+    return std::vector<GpuArch>{
+        amd("gfx90a", 64, 64 * 1024, 512, 256, 256, 8, 8, MatrixUnit::Mfma),
+        amd("gfx942", 64, 64 * 1024, 512, 256, 256, 8, 8, MatrixUnit::Mfma),
+        amd("gfx950", 64, 160 * 1024, 512, 256, 256, 8, 8, MatrixUnit::Mfma),
+        amd("gfx1100", 32, 64 * 1024, 1536, 256, 0, 24, 16, MatrixUnit::Wmma),
+        amd("gfx1201", 32, 64 * 1024, 1536, 256, 0, 24, 16, MatrixUnit::Wmma),
+        nvidia("sm_80", 163 * 1024, MatrixUnit::MmaSync, "+ptx70"),
+        nvidia("sm_90", 227 * 1024, MatrixUnit::Wgmma, "+ptx80"),
+    };
+  }();
+  return archs;
+}
+
+std::optional<GpuArch> lookupGpuArch(llvm::StringRef name) {
+  for (const auto &arch : supportedGpuArchs())
+    if (arch.name == name)
+      return arch;
+  return std::nullopt;
+}
+
+unsigned occupancyWavesPerSimd(const GpuArch &arch, unsigned vgprs, unsigned agprs,
+                               unsigned ldsBytes, unsigned wavesPerGroup) {
+  auto roundUp = [](unsigned x, unsigned to) { return (x + to - 1) / to * to; };
+  unsigned registers = roundUp(std::max(1u, vgprs), arch.vgprGranule);
+  if (arch.maxAgprsPerWave > 0)
+    registers = roundUp(registers + agprs, arch.vgprGranule);
+  unsigned waves = std::min(arch.maxWavesPerSimd, arch.vgprsPerSimd / registers);
+  if (ldsBytes > 0 && wavesPerGroup > 0) {
+    // A CU has 4 SIMDs (2 per WGP half on RDNA); groups that fit in LDS spread their
+    // waves over them.
+    unsigned groups = arch.ldsBytes / ldsBytes;
+    waves = std::min(waves, groups * wavesPerGroup / 4);
+  }
+  return waves;
+}
+
+} // namespace tile
