@@ -1,9 +1,12 @@
 #include "tile/Compiler/Compile.h"
 
-#include "CpuCodegen.h"
+#include "MachineCode.h"
 #include "tile/Compiler/Pipeline.h"
 #include "tile/Conversion/TileToCPU/TileToCPU.h"
 #include "tile/Dialect/Tile/IR/TileDialect.h"
+#include "tile/Target/GpuArch.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -15,6 +18,8 @@
 #include "llvm/IR/Module.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
+
+#include <functional>
 
 #ifndef TILE_VERSION
 #define TILE_VERSION "unknown"
@@ -92,17 +97,66 @@ mlir::func::FuncOp findKernel(mlir::ModuleOp module) {
 
 } // namespace
 
+namespace {
+
+/// The tile-gpu, llvm, asm and bin stages of a GPU target.
+void compileForGpu(mlir::ModuleOp module, const Target &target, const CompileOptions &options,
+                   DiagnosticCollector &diagnostics, Binary &binary,
+                   const std::function<void(const char *, std::string)> &keep) {
+  mlir::MLIRContext *context = module.getContext();
+  std::optional<GpuArch> arch = lookupGpuArch(target.arch);
+  if (!arch || arch->amd != (target.kind == TargetKind::Hip))
+    throw CompileError("no GPU arch " + target.str() + "; supported: hip:gfx90a, hip:gfx942, "
+                       "hip:gfx950, hip:gfx1100, hip:gfx1201, cuda:sm_80, cuda:sm_90");
+  binary.entrySymbol = binary.kernelName;
+  binary.blockThreads = options.numWarps * arch->waveSize;
+
+  mlir::PassManager toGpu(context);
+  buildTileToGpuPipeline(toGpu, arch->name, options.numWarps);
+  if (mlir::failed(toGpu.run(module)))
+    diagnostics.fail("lowering tile -> tile-gpu failed:");
+  keep("tile-gpu", printed(module));
+
+  mlir::PassManager toLLVM(context);
+  buildGpuToLLVMPipeline(toLLVM, arch->name);
+  if (mlir::failed(toLLVM.run(module)))
+    diagnostics.fail("lowering tile-gpu -> llvm failed:");
+  mlir::gpu::GPUModuleOp kernels;
+  module.walk([&](mlir::gpu::GPUModuleOp op) { kernels = op; });
+  if (!kernels)
+    diagnostics.fail("the GPU lowering produced no gpu.module:");
+
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      mlir::translateModuleToLLVMIR(kernels, llvmContext, "tile_kernels");
+  if (!llvmModule)
+    diagnostics.fail("translation to LLVM IR failed:");
+  std::unique_ptr<llvm::TargetMachine> machine = createGpuTargetMachine(target);
+  llvmModule->setTargetTriple(machine->getTargetTriple());
+  llvmModule->setDataLayout(machine->createDataLayout());
+  if (arch->amd)
+    // Code object v5, what ROCm 6 loaders expect.
+    llvmModule->addModuleFlag(llvm::Module::Error, "amdhsa_code_object_version", 500);
+  optimizeModule(*llvmModule, *machine);
+  keep("llvm", printed(*llvmModule));
+  std::string assembly = emitMachineCode(*llvmModule, *machine, /*assembly=*/true);
+  if (arch->amd) {
+    binary.object = linkHsaco(emitMachineCode(*llvmModule, *machine, /*assembly=*/false));
+  } else {
+    binary.object = assembly; // PTX, JIT-compiled by the driver at load
+  }
+  keep("asm", std::move(assembly));
+}
+
+} // namespace
+
 Binary tile::compile(mlir::ModuleOp module, const Target &target, const CompileOptions &options) {
-  if (target.kind != TargetKind::Cpu)
-    throw CompileError("no code generation for " + target.str() +
-                       " yet: this build compiles tile kernels for the CPU only");
   mlir::MLIRContext *context = module.getContext();
   DiagnosticCollector diagnostics(context);
   Binary binary;
   binary.target = target;
   binary.kernelName = findKernel(module).getName().str();
-  binary.entrySymbol = mlir::tile::cpuEntryName(binary.kernelName);
-  auto keep = [&](const char *stage, std::string text) {
+  std::function<void(const char *, std::string)> keep = [&](const char *stage, std::string text) {
     if (options.keepStages)
       binary.stages.emplace_back(stage, std::move(text));
   };
@@ -110,6 +164,11 @@ Binary tile::compile(mlir::ModuleOp module, const Target &target, const CompileO
   if (mlir::failed(mlir::verify(module)))
     diagnostics.fail("invalid tile IR:");
   keep("tile", printed(module));
+  if (target.kind != TargetKind::Cpu) {
+    compileForGpu(module, target, options, diagnostics, binary, keep);
+    return binary;
+  }
+  binary.entrySymbol = mlir::tile::cpuEntryName(binary.kernelName);
 
   mlir::PassManager toCpu(context);
   buildTileToCpuPipeline(toCpu);

@@ -2,22 +2,32 @@
 
 #include "tile/Conversion/Passes.h"
 #include "tile/Dialect/Tile/IR/TileDialect.h"
+#include "tile/Target/GpuArch.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
 #include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVM.h"
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/GPUToROCDL/GPUToROCDLPass.h"
 #include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
 #include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/LLVMIR/ROCDLDialect.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/ROCDL/ROCDLToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -26,9 +36,20 @@ using namespace mlir;
 void ::tile::registerTileDialects(DialectRegistry &registry) {
   registry.insert<mlir::tile::TileDialect, arith::ArithDialect, math::MathDialect, func::FuncDialect,
                   scf::SCFDialect, cf::ControlFlowDialect, vector::VectorDialect,
-                  LLVM::LLVMDialect>();
+                  LLVM::LLVMDialect, gpu::GPUDialect, ROCDL::ROCDLDialect, NVVM::NVVMDialect>();
+  // The GPU conversions collect the to-LLVM patterns of every loaded dialect through
+  // these interfaces.
+  arith::registerConvertArithToLLVMInterface(registry);
+  cf::registerConvertControlFlowToLLVMInterface(registry);
+  registerConvertFuncToLLVMInterface(registry);
+  registerConvertMathToLLVMInterface(registry);
+  ub::registerConvertUBToLLVMInterface(registry);
+  vector::registerConvertVectorToLLVMInterface(registry);
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
+  registerGPUDialectTranslation(registry);
+  registerROCDLDialectTranslation(registry);
+  registerNVVMDialectTranslation(registry);
 }
 
 void ::tile::buildTileToCpuPipeline(OpPassManager &pm) {
@@ -37,12 +58,44 @@ void ::tile::buildTileToCpuPipeline(OpPassManager &pm) {
   pm.addPass(mlir::tile::createConvertTileToCPU());
 }
 
-void ::tile::buildCpuToLLVMPipeline(OpPassManager &pm) {
-  // bf16 <-> f32 become integer bit operations: x86 without AVX512-BF16 would otherwise
-  // call __truncsfbf2, which the host's libgcc may not have.
+/// bf16 <-> f32 become integer bit operations: x86 without AVX512-BF16 would otherwise
+/// call __truncsfbf2, which the host's libgcc may not have, and most GPUs have no
+/// conversion instruction either.
+static void expandBf16(OpPassManager &pm) {
   arith::ArithExpandOpsPassOptions expand;
   expand.includeBf16 = true;
   pm.addPass(arith::createArithExpandOpsPass(expand));
+}
+
+void ::tile::buildTileToGpuPipeline(OpPassManager &pm, const std::string &chipset,
+                                    int64_t numWarps) {
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  mlir::tile::ConvertTileToGPUOptions options;
+  options.chipset = chipset;
+  options.numWarps = numWarps;
+  pm.addPass(mlir::tile::createConvertTileToGPU(options));
+}
+
+void ::tile::buildGpuToLLVMPipeline(OpPassManager &pm, const std::string &chipset) {
+  expandBf16(pm);
+  pm.addPass(createSCFToControlFlowPass());
+  OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+  std::optional<GpuArch> arch = lookupGpuArch(chipset);
+  if (arch && !arch->amd) {
+    kernels.addPass(createConvertGpuOpsToNVVMOps());
+  } else {
+    ConvertGpuOpsToROCDLOpsOptions options;
+    options.chipset = chipset;
+    options.runtime = gpu::amd::Runtime::HIP;
+    kernels.addPass(createConvertGpuOpsToROCDLOps(options));
+  }
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createCanonicalizerPass());
+}
+
+void ::tile::buildCpuToLLVMPipeline(OpPassManager &pm) {
+  expandBf16(pm);
   pm.addPass(createSCFToControlFlowPass());
   // Dots that were not fused with their loads become vector.contract; outer products
   // keep them as a sequence of FMAs over k, like the fused microkernel.
@@ -59,9 +112,25 @@ void ::tile::buildCpuToLLVMPipeline(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
 }
 
+namespace {
+struct GpuPipelineOptions : PassPipelineOptions<GpuPipelineOptions> {
+  Option<std::string> chipset{*this, "chipset", llvm::cl::desc("gfx90a, gfx942, gfx950, gfx1100, gfx1201, sm_80, sm_90"),
+                              llvm::cl::init("gfx942")};
+  Option<int64_t> numWarps{*this, "num-warps", llvm::cl::desc("waves per workgroup"),
+                           llvm::cl::init(4)};
+};
+} // namespace
+
 void ::tile::registerTilePassesAndPipelines() {
   mlir::tile::registerTileConversionPasses();
   PassPipelineRegistration<>("tile-to-cpu", "tile -> tile-cpu stage", buildTileToCpuPipeline);
   PassPipelineRegistration<>("tile-cpu-to-llvm", "tile-cpu -> llvm stage",
                              buildCpuToLLVMPipeline);
+  PassPipelineRegistration<GpuPipelineOptions>(
+      "tile-to-gpu", "tile -> tile-gpu stage", [](OpPassManager &pm, const GpuPipelineOptions &o) {
+        buildTileToGpuPipeline(pm, o.chipset, o.numWarps);
+      });
+  PassPipelineRegistration<GpuPipelineOptions>(
+      "tile-gpu-to-llvm", "tile-gpu -> llvm stage (ROCDL or NVVM by chipset)",
+      [](OpPassManager &pm, const GpuPipelineOptions &o) { buildGpuToLLVMPipeline(pm, o.chipset); });
 }

@@ -3,6 +3,7 @@
 
 #include "tile/Compiler/Target.h"
 
+#include <cstdint>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -25,6 +26,8 @@ public:
 struct CompileOptions {
   /// Keep the text of every stage (tile, tile-cpu, llvm, asm) in Binary::stages.
   bool keepStages = false;
+  /// GPU targets: waves (warps) per workgroup, the `num_warps` knob.
+  int64_t numWarps = 4;
 };
 
 /// The product of compile(): one kernel, ready for a launcher.
@@ -33,8 +36,11 @@ struct Binary {
   std::string kernelName;
   /// The symbol a launcher calls: the packed CPU entry point, or the GPU kernel.
   std::string entrySymbol;
-  /// bin stage: an ELF relocatable object for the CPU.
+  /// bin stage: an ELF relocatable object for the CPU, a HSACO (shared ELF for
+  /// amdgcn-amd-amdhsa) for HIP, PTX text (for the driver's JIT) for CUDA.
   std::string object;
+  /// GPU targets: threads per workgroup the kernel was compiled for.
+  int64_t blockThreads = 0;
   /// (stage name, text) in pipeline order, when CompileOptions::keepStages.
   std::vector<std::pair<std::string, std::string>> stages;
 };

@@ -1,6 +1,9 @@
 #ifndef TILE_COMPILER_PIPELINE_H
 #define TILE_COMPILER_PIPELINE_H
 
+#include <cstdint>
+#include <string>
+
 namespace mlir {
 class DialectRegistry;
 class OpPassManager;
@@ -16,6 +19,15 @@ void buildTileToCpuPipeline(mlir::OpPassManager &pm);
 
 /// tile-cpu -> llvm: the upstream conversions of what remains to the LLVM dialect.
 void buildCpuToLLVMPipeline(mlir::OpPassManager &pm);
+
+/// tile -> tile-gpu: clean-up, then the distribution over the threads of a workgroup of
+/// `numWarps` waves of `chipset` (gfx942, sm_90, ...).
+void buildTileToGpuPipeline(mlir::OpPassManager &pm, const std::string &chipset,
+                            int64_t numWarps);
+
+/// tile-gpu -> llvm: the gpu.module to the LLVM dialect with ROCDL (AMD) or NVVM (NVIDIA)
+/// intrinsics, chosen by the chipset.
+void buildGpuToLLVMPipeline(mlir::OpPassManager &pm, const std::string &chipset);
 
 /// The tile passes and the named pipelines above, for tile-opt.
 void registerTilePassesAndPipelines();

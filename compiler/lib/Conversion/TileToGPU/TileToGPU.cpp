@@ -154,6 +154,22 @@ struct AddPtrLowering : OpConversionPattern<AddPtrOp> {
 
 unsigned bytesOf(Type type) { return std::max(1u, type.getIntOrFloatBitWidth() / 8); }
 
+// Runs move in and out of a thread's vector by shuffles, which every GPU conversion
+// lowers directly (strided-slice ops would need a vector-lowering pass first).
+Value sliceOf(OpBuilder &b, Location loc, Value v, int64_t first, int64_t count) {
+  SmallVector<int64_t> mask = llvm::to_vector(llvm::seq<int64_t>(first, first + count));
+  return vector::ShuffleOp::create(b, loc, v, v, mask);
+}
+
+Value insertSlice(OpBuilder &b, Location loc, Value part, Value into, int64_t first) {
+  int64_t size = cast<VectorType>(into.getType()).getDimSize(0);
+  int64_t count = cast<VectorType>(part.getType()).getDimSize(0);
+  SmallVector<int64_t> mask;
+  for (int64_t i = 0; i < size; ++i)
+    mask.push_back(i >= first && i < first + count ? size + (i - first) : i);
+  return vector::ShuffleOp::create(b, loc, into, part, mask);
+}
+
 /// The runs of a stride-1 block access: for each, its pointer, the i1 "whole run in
 /// range" (null when there is no mask) and its slice of the mask.
 struct Run {
@@ -182,7 +198,7 @@ std::optional<SmallVector<Run>> contiguousRuns(ConversionPatternRewriter &rewrit
     run.ptr = LLVM::GEPOp::create(rewriter, loc, base.getType(), element, base,
                                   ArrayRef<LLVM::GEPArg>{start});
     if (mask) {
-      run.mask = vector::ExtractStridedSliceOp::create(rewriter, loc, mask, run.first, layout.vec, 1);
+      run.mask = sliceOf(rewriter, loc, mask, run.first, layout.vec);
       if (valid) {
         Value end = arith::AddIOp::create(rewriter, loc, start,
                                           arith::ConstantIntOp::create(rewriter, loc, i64, layout.vec));
@@ -236,7 +252,7 @@ struct LoadLowering : DistributedPattern<LoadOp> {
       if (!run.full) {
         loaded = plainLoad(rewriter, loc);
       } else {
-        Value otherRun = vector::ExtractStridedSliceOp::create(rewriter, loc, other, run.first, layout.vec, 1);
+        Value otherRun = sliceOf(rewriter, loc, other, run.first, layout.vec);
         auto branch = scf::IfOp::create(
             rewriter, loc, run.full,
             [&](OpBuilder &b, Location l) { scf::YieldOp::create(b, l, plainLoad(b, l)); },
@@ -246,7 +262,7 @@ struct LoadLowering : DistributedPattern<LoadOp> {
             });
         loaded = branch.getResult(0);
       }
-      result = vector::InsertStridedSliceOp::create(rewriter, loc, loaded, result, run.first, 1);
+      result = insertSlice(rewriter, loc, loaded, result, run.first);
     }
     rewriter.replaceOp(op, result);
     return success();
@@ -278,7 +294,7 @@ struct StoreLowering : DistributedPattern<StoreOp> {
     ThreadLayout layout = dist.of(op.getPtr().getType());
     unsigned align = layout.vec * bytesOf(element);
     for (const Run &run : *runs) {
-      Value slice = vector::ExtractStridedSliceOp::create(rewriter, loc, value, run.first, layout.vec, 1);
+      Value slice = sliceOf(rewriter, loc, value, run.first, layout.vec);
       if (!run.full) {
         LLVM::StoreOp::create(rewriter, loc, slice, run.ptr, align);
         continue;

@@ -1,4 +1,4 @@
-#include "CpuCodegen.h"
+#include "MachineCode.h"
 
 #include "tile/Compiler/Compile.h"
 

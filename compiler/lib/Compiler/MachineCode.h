@@ -1,5 +1,5 @@
-#ifndef TILE_LIB_COMPILER_CPUCODEGEN_H
-#define TILE_LIB_COMPILER_CPUCODEGEN_H
+#ifndef TILE_LIB_COMPILER_MACHINECODE_H
+#define TILE_LIB_COMPILER_MACHINECODE_H
 
 #include "tile/Compiler/Target.h"
 
@@ -16,6 +16,13 @@ namespace tile {
 /// A TargetMachine for a CPU target: the process triple with the target's CPU and
 /// features, position-independent so the object links into the JIT anywhere.
 std::unique_ptr<llvm::TargetMachine> createCpuTargetMachine(const Target &target);
+
+/// A TargetMachine for a GPU target: amdgcn-amd-amdhsa or nvptx64-nvidia-cuda with the
+/// arch as CPU and the target's features (sramecc/xnack, the PTX version).
+std::unique_ptr<llvm::TargetMachine> createGpuTargetMachine(const Target &target);
+
+/// Links an AMDGPU relocatable object into a HSACO (a shared ELF) with lld, in process.
+std::string linkHsaco(const std::string &object);
 
 /// The O3 pipeline, with the loop and SLP vectorizers, for the target machine.
 void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine);

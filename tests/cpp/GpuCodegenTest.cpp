@@ -1,0 +1,96 @@
+// GPU code generation without a GPU: every supported arch compiles vector_add, the
+// ISA has the 16-byte global accesses, the HSACO is an amdgcn ELF for the right
+// machine, and the PTX names its target.
+#include "TestKernels.h"
+#include "tile/Compiler/Compile.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/BinaryFormat/ELF.h"
+#include "llvm/Object/ELFObjectFile.h"
+
+#include <gtest/gtest.h>
+
+using namespace tile;
+using tile::testing::vectorAddSpec;
+
+namespace {
+
+Binary compileVectorAdd(const std::string &target, const std::string &dtype) {
+  auto context = createContext();
+  // 2048 elements over 256 threads: 8 per thread, 16 bytes of f16 (two runs of f32).
+  auto module = ops::buildKernel(*context, vectorAddSpec(dtype, 2048));
+  CompileOptions options;
+  options.keepStages = true;
+  return compile(*module, Target::parse(target), options);
+}
+
+const std::string &stage(const Binary &binary, const std::string &name) {
+  for (const auto &[stageName, text] : binary.stages)
+    if (stageName == name)
+      return text;
+  throw std::runtime_error("no stage " + name);
+}
+
+struct AmdArch {
+  const char *name;
+  unsigned mach;        // ELF e_flags machine of the HSACO
+  const char *load16;   // the 16-byte global load: dwordx4 on CDNA, b128 on RDNA3+
+  const char *store16;
+};
+
+class AmdVectorAdd : public ::testing::TestWithParam<AmdArch> {};
+
+TEST_P(AmdVectorAdd, SixteenByteGlobalAccessesInAValidHsaco) {
+  AmdArch arch = GetParam();
+  for (const char *dtype : {"f32", "f16", "bf16"}) {
+    Binary binary = compileVectorAdd(std::string("hip:") + arch.name, dtype);
+    const std::string &isa = stage(binary, "asm");
+    EXPECT_NE(isa.find(arch.load16), std::string::npos) << arch.name << " " << dtype;
+    EXPECT_NE(isa.find(arch.store16), std::string::npos) << arch.name << " " << dtype;
+    EXPECT_NE(isa.find(".amdhsa_private_segment_fixed_size 0"), std::string::npos)
+        << arch.name << " " << dtype << " spills to scratch";
+
+    auto buffer = llvm::MemoryBufferRef(binary.object, "hsaco");
+    auto elf = llvm::object::ELF64LEObjectFile::create(buffer);
+    ASSERT_TRUE(bool(elf)) << llvm::toString(elf.takeError());
+    const auto &header = elf->getELFFile().getHeader();
+    EXPECT_EQ(header.e_machine, llvm::ELF::EM_AMDGPU);
+    EXPECT_EQ(header.e_type, llvm::ELF::ET_DYN) << "a HSACO is a shared object";
+    EXPECT_EQ(header.e_flags & llvm::ELF::EF_AMDGPU_MACH, arch.mach) << arch.name;
+    EXPECT_EQ(binary.entrySymbol, "vector_add");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Archs, AmdVectorAdd,
+    ::testing::Values(
+        AmdArch{"gfx90a", llvm::ELF::EF_AMDGPU_MACH_AMDGCN_GFX90A, "global_load_dwordx4",
+                "global_store_dwordx4"},
+        AmdArch{"gfx942", llvm::ELF::EF_AMDGPU_MACH_AMDGCN_GFX942, "global_load_dwordx4",
+                "global_store_dwordx4"},
+        AmdArch{"gfx950", llvm::ELF::EF_AMDGPU_MACH_AMDGCN_GFX950, "global_load_dwordx4",
+                "global_store_dwordx4"},
+        AmdArch{"gfx1100", llvm::ELF::EF_AMDGPU_MACH_AMDGCN_GFX1100, "global_load_b128",
+                "global_store_b128"},
+        AmdArch{"gfx1201", llvm::ELF::EF_AMDGPU_MACH_AMDGCN_GFX1201, "global_load_b128",
+                "global_store_b128"}),
+    [](const ::testing::TestParamInfo<AmdArch> &info) { return std::string(info.param.name); });
+
+class NvidiaVectorAdd : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(NvidiaVectorAdd, VectorGlobalAccessesInPtx) {
+  std::string arch = GetParam();
+  Binary binary = compileVectorAdd("cuda:" + arch, "f32");
+  EXPECT_NE(binary.object.find(".target " + arch), std::string::npos);
+  EXPECT_NE(binary.object.find(".entry vector_add"), std::string::npos);
+  EXPECT_NE(binary.object.find("ld.global.v4.b32"), std::string::npos) << binary.object;
+  EXPECT_NE(binary.object.find("st.global.v4.b32"), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(Archs, NvidiaVectorAdd, ::testing::Values("sm_80", "sm_90"),
+                         [](const ::testing::TestParamInfo<const char *> &info) {
+                           return std::string(info.param);
+                         });
+
+} // namespace
