@@ -3,6 +3,7 @@
 // machine, and the PTX names its target.
 #include "TestKernels.h"
 #include "tile/Compiler/Compile.h"
+#include "tile/Target/GpuArch.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -59,6 +60,15 @@ TEST_P(AmdVectorAdd, SixteenByteGlobalAccessesInAValidHsaco) {
     EXPECT_EQ(header.e_type, llvm::ELF::ET_DYN) << "a HSACO is a shared object";
     EXPECT_EQ(header.e_flags & llvm::ELF::EF_AMDGPU_MACH, arch.mach) << arch.name;
     EXPECT_EQ(binary.entrySymbol, "vector_add");
+
+    const ResourceReport &report = binary.resources;
+    EXPECT_GT(report.vgprs, 0);
+    EXPECT_GT(report.sgprs, 0);
+    EXPECT_EQ(report.scratchBytes, 0);
+    EXPECT_EQ(report.vgprSpills, 0);
+    EXPECT_EQ(report.ldsBytes, 0);
+    EXPECT_GE(report.wavesPerSimd, 1);
+    EXPECT_NE(report.str().find("waves_per_simd: "), std::string::npos);
   }
 }
 
@@ -76,6 +86,33 @@ INSTANTIATE_TEST_SUITE_P(
         AmdArch{"gfx1201", llvm::ELF::EF_AMDGPU_MACH_AMDGCN_GFX1201, "global_load_b128",
                 "global_store_b128"}),
     [](const ::testing::TestParamInfo<AmdArch> &info) { return std::string(info.param.name); });
+
+TEST(GpuCodegen, OccupancyFollowsTheTritonGuideFormula) {
+  auto gfx942 = *lookupGpuArch("gfx942");
+  EXPECT_EQ(occupancyWavesPerSimd(gfx942, 128, 0, 0, 0), 4u); // 512 / 128
+  EXPECT_EQ(occupancyWavesPerSimd(gfx942, 100, 28, 0, 0), 4u); // VGPRs and AGPRs share
+  EXPECT_EQ(occupancyWavesPerSimd(gfx942, 14, 0, 0, 0), 8u);  // capped by wave slots
+  EXPECT_EQ(occupancyWavesPerSimd(gfx942, 65, 0, 0, 0), 7u);  // 72 after the granule
+  // 48 KiB of LDS per 4-wave group: one group per CU, one wave per SIMD.
+  EXPECT_EQ(occupancyWavesPerSimd(gfx942, 32, 0, 48 * 1024, 4), 1u);
+  auto gfx1100 = *lookupGpuArch("gfx1100");
+  EXPECT_EQ(occupancyWavesPerSimd(gfx1100, 96, 0, 0, 0), 16u); // 1536 / 96
+  EXPECT_EQ(occupancyWavesPerSimd(gfx1100, 192, 0, 0, 0), 8u); // 1536 / 192
+}
+
+TEST(GpuCodegen, WorkgroupsOverTheThreadLimitAreRejected) {
+  auto context = createContext();
+  auto module = ops::buildKernel(*context, vectorAddSpec("f32", 2048));
+  CompileOptions options;
+  options.numWarps = 32; // 32 x 64 = 2048 threads
+  try {
+    compile(*module, Target::parse("hip:gfx942"), options);
+    FAIL() << "expected a CompileError";
+  } catch (const CompileError &error) {
+    EXPECT_NE(std::string(error.what()).find("1024"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("num_warps"), std::string::npos) << error.what();
+  }
+}
 
 class NvidiaVectorAdd : public ::testing::TestWithParam<const char *> {};
 

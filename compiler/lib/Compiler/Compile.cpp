@@ -110,6 +110,11 @@ void compileForGpu(mlir::ModuleOp module, const Target &target, const CompileOpt
                        "hip:gfx950, hip:gfx1100, hip:gfx1201, cuda:sm_80, cuda:sm_90");
   binary.entrySymbol = binary.kernelName;
   binary.blockThreads = options.numWarps * arch->waveSize;
+  if (options.numWarps < 1 || binary.blockThreads > 1024)
+    throw CompileError("num_warps=" + std::to_string(options.numWarps) + " gives " +
+                       std::to_string(binary.blockThreads) + " threads per workgroup; " +
+                       arch->name + " allows 1 to 1024 (num_warps 1.." +
+                       std::to_string(1024 / arch->waveSize) + ")");
 
   mlir::PassManager toGpu(context);
   buildTileToGpuPipeline(toGpu, arch->name, options.numWarps);
@@ -141,8 +146,13 @@ void compileForGpu(mlir::ModuleOp module, const Target &target, const CompileOpt
   keep("llvm", printed(*llvmModule));
   std::string assembly = emitMachineCode(*llvmModule, *machine, /*assembly=*/true);
   if (arch->amd) {
+    binary.resources =
+        amdResourcesFromAssembly(assembly, binary.kernelName, *arch, binary.blockThreads);
+    checkResourceLimits(binary.resources, *arch);
     binary.object = linkHsaco(emitMachineCode(*llvmModule, *machine, /*assembly=*/false));
   } else {
+    binary.resources = nvidiaResourcesFromPtx(assembly, *arch, binary.blockThreads);
+    checkResourceLimits(binary.resources, *arch);
     binary.object = assembly; // PTX, JIT-compiled by the driver at load
   }
   keep("asm", std::move(assembly));

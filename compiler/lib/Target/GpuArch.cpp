@@ -63,9 +63,12 @@ std::optional<GpuArch> lookupGpuArch(llvm::StringRef name) {
 unsigned occupancyWavesPerSimd(const GpuArch &arch, unsigned vgprs, unsigned agprs,
                                unsigned ldsBytes, unsigned wavesPerGroup) {
   auto roundUp = [](unsigned x, unsigned to) { return (x + to - 1) / to * to; };
-  unsigned registers = roundUp(std::max(1u, vgprs), arch.vgprGranule);
+  // Where AGPRs share the file (gfx90a on), they follow the VGPRs at a 4-aligned
+  // offset, and the sum is allocated in granules (LLVM's getTotalNumVGPRs).
+  unsigned total = std::max(1u, vgprs);
   if (arch.maxAgprsPerWave > 0)
-    registers = roundUp(registers + agprs, arch.vgprGranule);
+    total = roundUp(total, 4) + agprs;
+  unsigned registers = roundUp(total, arch.vgprGranule);
   unsigned waves = std::min(arch.maxWavesPerSimd, arch.vgprsPerSimd / registers);
   if (ldsBytes > 0 && wavesPerGroup > 0) {
     // A CU has 4 SIMDs (2 per WGP half on RDNA); groups that fit in LDS spread their

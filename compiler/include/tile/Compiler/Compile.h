@@ -1,6 +1,7 @@
 #ifndef TILE_COMPILER_COMPILE_H
 #define TILE_COMPILER_COMPILE_H
 
+#include "tile/Compiler/ResourceReport.h"
 #include "tile/Compiler/Target.h"
 
 #include <cstdint>
@@ -41,6 +42,8 @@ struct Binary {
   std::string object;
   /// GPU targets: threads per workgroup the kernel was compiled for.
   int64_t blockThreads = 0;
+  /// GPU targets: registers, LDS, scratch and occupancy.
+  ResourceReport resources;
   /// (stage name, text) in pipeline order, when CompileOptions::keepStages.
   std::vector<std::pair<std::string, std::string>> stages;
 };
