@@ -1,0 +1,87 @@
+// tile_runtime::compile_offline and default_config: compile any op for any target
+// without its device (AMD and NVIDIA code from a machine that has neither), for the
+// `python -m torch_tile compile` CLI.
+#include "ops/KernelSpec.h"
+#include "ops/MatmulConfig.h"
+#include "tile/Compiler/Compile.h"
+
+#include <ATen/ops/empty.h>
+#include <c10/util/Exception.h>
+#include <torch/library.h>
+
+#include <cstring>
+#include <stdexcept>
+#include <tuple>
+
+namespace {
+
+using StageTexts = std::tuple<std::vector<std::string>, std::vector<std::string>, at::Tensor,
+                              std::string>;
+
+/// (stage names, stage texts, the bin stage as uint8, the resource report).
+StageTexts compileOffline(std::string op, std::vector<std::string> dtypes,
+                          std::vector<std::string> knobNames, std::vector<int64_t> knobValues,
+                          std::string target) {
+  TORCH_CHECK(knobNames.size() == knobValues.size(), "compile_offline: ", knobNames.size(),
+              " knob names but ", knobValues.size(), " values");
+  tile::ops::KernelSpec spec{op, dtypes, {}};
+  for (size_t i = 0; i < knobNames.size(); ++i)
+    spec.config[knobNames[i]] = knobValues[i];
+  tile::Binary binary;
+  try {
+    tile::Target parsed = tile::Target::parse(target);
+    auto context = tile::createContext();
+    auto module = tile::ops::buildKernel(*context, spec);
+    tile::CompileOptions options;
+    options.keepStages = true;
+    if (auto warps = spec.config.find("num_warps"); warps != spec.config.end())
+      options.numWarps = warps->second;
+    binary = tile::compile(*module, parsed, options);
+  } catch (const std::exception &error) {
+    TORCH_CHECK(false, "cannot compile ", spec.str(), " for ", target, ": ", error.what());
+  }
+  std::vector<std::string> names, texts;
+  for (auto &[name, text] : binary.stages) {
+    names.push_back(name);
+    texts.push_back(std::move(text));
+  }
+  at::Tensor bin = at::empty({int64_t(binary.object.size())}, at::kByte);
+  std::memcpy(bin.data_ptr(), binary.object.data(), binary.object.size());
+  std::string report = binary.target.kind == tile::TargetKind::Cpu ? std::string()
+                                                                    : binary.resources.str();
+  return {names, texts, bin, report};
+}
+
+/// The default knobs of an op for a target family (the shape is a representative
+/// 1024^3 problem for matmul).
+std::tuple<std::vector<std::string>, std::vector<int64_t>>
+defaultConfig(std::string op, std::string target, std::string dtype) {
+  tile::Target parsed = tile::Target::parse(target);
+  std::map<std::string, int64_t> config;
+  if (op == "matmul" || op == "matmul_leaky_relu") {
+    config = tile::ops::defaultMatmulConfig(parsed, 1024, 1024, 1024, dtype);
+  } else if (op == "vector_add") {
+    // The GPU block gives each thread 16 bytes of the element type per access.
+    config = {{"BLOCK_SIZE", parsed.kind == tile::TargetKind::Cpu ? 128 : 2048},
+              {"num_warps", 4}};
+  } else {
+    TORCH_CHECK(false, "no op named '", op, "'; ops: vector_add, matmul, matmul_leaky_relu");
+  }
+  config.emplace("index_bits", 32);
+  std::vector<std::string> names;
+  std::vector<int64_t> values;
+  for (const auto &[name, value] : config) {
+    names.push_back(name);
+    values.push_back(value);
+  }
+  return {names, values};
+}
+
+} // namespace
+
+TORCH_LIBRARY_FRAGMENT(tile_runtime, m) {
+  m.def("compile_offline(str op, str[] dtypes, str[] knob_names, int[] knob_values, str target)"
+        " -> (str[], str[], Tensor, str)",
+        compileOffline);
+  m.def("default_config(str op, str target, str dtype) -> (str[], int[])", defaultConfig);
+}

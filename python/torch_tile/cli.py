@@ -1,0 +1,111 @@
+"""`python -m torch_tile compile`: compile an op for any target, no GPU needed.
+
+    python -m torch_tile compile --op matmul --dtype float16 --target hip:gfx942 \\
+        [--out-dtype float32] [--config '{"BLOCK_M": 128, ...}'] \\
+        --emit {tile,tile-cpu,tile-gpu,llvm,asm,bin,report} [...] --out DIR
+
+Writes each chosen stage of the kernel as a file in DIR and prints the file names.
+"""
+
+import argparse
+import json
+import os
+import sys
+
+import torch
+
+from torch_tile import runtime
+
+OPS = ("vector_add", "matmul", "matmul_leaky_relu")
+DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "int8": "i8", "int32": "i32"}
+STAGES = ("tile", "tile-cpu", "tile-gpu", "llvm", "asm", "bin", "report")
+
+
+def file_name(op, stage, target):
+    """The file a stage goes to: extensions that the tools of each format expect."""
+    kind = target.split(":")[0]
+    extension = {
+        "tile": "tile.mlir", "tile-cpu": "tile-cpu.mlir", "tile-gpu": "tile-gpu.mlir",
+        "llvm": "ll", "report": "report.txt",
+        "asm": {"hip": "amdgcn.s", "cuda": "ptx"}.get(kind, "s"),
+        "bin": {"hip": "hsaco", "cuda": "ptx"}.get(kind, "o"),
+    }[stage]
+    return f"{op}.{extension}"
+
+
+def kernel_dtypes(op, dtype, out_dtype):
+    if op == "vector_add":
+        if out_dtype not in (None, dtype):
+            raise SystemExit("vector_add has no --out-dtype: its output has the input dtype")
+        return [DTYPES[dtype]]
+    if out_dtype is None:
+        if dtype == "int8":
+            raise SystemExit("int8 matmuls accumulate in int32: pass --out-dtype int32")
+        out_dtype = dtype
+    return [DTYPES[dtype], DTYPES[out_dtype]]
+
+
+def config_for(op, target, dtype, overrides):
+    names, values = torch.ops.tile_runtime.default_config(op, target, DTYPES[dtype])
+    config = dict(zip(names, values))
+    for name, value in overrides.items():
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise SystemExit(f"--config: knob {name} must be an integer, got {value!r}")
+        config[name] = value
+    return config
+
+
+def compile_command(args):
+    try:
+        overrides = json.loads(args.config) if args.config else {}
+    except json.JSONDecodeError as error:
+        raise SystemExit(f"--config is not JSON: {error}")
+    if not isinstance(overrides, dict):
+        raise SystemExit("--config must be a JSON object of knobs, e.g. '{\"BLOCK_M\": 64}'")
+    dtypes = kernel_dtypes(args.op, args.dtype, args.out_dtype)
+    config = config_for(args.op, args.target, args.dtype, overrides)
+    try:
+        names, texts, binary, report = torch.ops.tile_runtime.compile_offline(
+            args.op, dtypes, list(config), list(config.values()), args.target)
+    except RuntimeError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    stages = dict(zip(names, texts))
+    os.makedirs(args.out, exist_ok=True)
+    for stage in args.emit:
+        path = os.path.join(args.out, file_name(args.op, stage, args.target))
+        if stage == "bin":
+            with open(path, "wb") as f:
+                f.write(binary.numpy().tobytes())
+        elif stage == "report":
+            if not report:
+                raise SystemExit("--emit report: resource reports are for GPU targets")
+            with open(path, "w") as f:
+                f.write(f"kernel: {args.op} {dtypes} {json.dumps(config, sort_keys=True)}\n")
+                f.write(report)
+        else:
+            if stage not in stages:
+                raise SystemExit(f"--emit {stage}: {args.target} has the stages "
+                                 f"{', '.join(list(stages) + ['bin'])}")
+            with open(path, "w") as f:
+                f.write(stages[stage])
+        print(path)
+    return 0
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m torch_tile", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    compile_parser = commands.add_parser("compile", help="compile one kernel to files")
+    compile_parser.add_argument("--op", required=True, choices=OPS)
+    compile_parser.add_argument("--dtype", required=True, choices=[d for d in DTYPES if d != "int32"])
+    compile_parser.add_argument("--out-dtype", choices=list(DTYPES), default=None)
+    compile_parser.add_argument("--target", default=None,
+                                help="cpu, hip:gfx942[:sramecc+:xnack-], cuda:sm_90 (default: host CPU)")
+    compile_parser.add_argument("--config", default=None, help="JSON object of knobs")
+    compile_parser.add_argument("--emit", nargs="+", choices=STAGES, required=True)
+    compile_parser.add_argument("--out", required=True, help="folder for the files")
+    args = parser.parse_args(argv)
+    if args.target is None:
+        args.target = runtime.host_target()
+    return compile_command(args)

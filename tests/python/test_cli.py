@@ -1,0 +1,81 @@
+"""`python -m torch_tile compile`: every target compiles offline, files land in --out.
+
+Nothing here runs a kernel on a GPU; the HSACO and PTX are checked as files.
+"""
+
+import struct
+import subprocess
+import sys
+
+import pytest
+
+AMD = {  # arch -> ELF e_flags machine (EF_AMDGPU_MACH_*)
+    "gfx90a": 0x3F, "gfx942": 0x4C, "gfx950": 0x4F, "gfx1100": 0x41, "gfx1201": 0x4E,
+}
+EM_AMDGPU = 224
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "torch_tile", "compile", *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("arch", sorted(AMD))
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_vector_add_for_amd(tmp_path, arch, dtype):
+    result = run_cli("--op", "vector_add", "--dtype", dtype, "--target", f"hip:{arch}",
+                     "--emit", "asm", "bin", "report", "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    hsaco = (tmp_path / "vector_add.hsaco").read_bytes()
+    assert hsaco[:4] == b"\x7fELF"
+    e_type, e_machine = struct.unpack_from("<HH", hsaco, 16)
+    (e_flags,) = struct.unpack_from("<I", hsaco, 48)
+    assert (e_type, e_machine) == (3, EM_AMDGPU)  # ET_DYN: HSACOs are shared objects
+    assert e_flags & 0xFF == AMD[arch]
+    isa = (tmp_path / "vector_add.amdgcn.s").read_text()
+    assert f".amdgcn_target \"amdgcn-amd-amdhsa--{arch}" in isa
+    assert ("global_load_b128" if arch.startswith("gfx1") else "global_load_dwordx4") in isa
+    report = dict(line.split(": ", 1) for line in
+                  (tmp_path / "vector_add.report.txt").read_text().splitlines()[1:])
+    assert report["arch"] == arch
+    assert int(report["vgprs"]) > 0 and int(report["scratch_bytes"]) == 0
+    assert 1 <= int(report["waves_per_simd"]) <= 16
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_vector_add_for_nvidia(tmp_path, arch):
+    result = run_cli("--op", "vector_add", "--dtype", "float32", "--target", f"cuda:{arch}",
+                     "--emit", "bin", "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    ptx = (tmp_path / "vector_add.ptx").read_text()
+    assert f".target {arch}" in ptx and ".entry vector_add" in ptx
+    assert "ld.global.v4.b32" in ptx
+
+
+def test_matmul_for_the_host_with_a_config(tmp_path):
+    result = run_cli("--op", "matmul_leaky_relu", "--dtype", "float16", "--out-dtype", "float32",
+                     "--config", '{"BLOCK_M": 8, "BLOCK_K": 32}', "--emit", "tile", "asm", "bin",
+                     "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert "tile.dot" in (tmp_path / "matmul_leaky_relu.tile.mlir").read_text()
+    assert (tmp_path / "matmul_leaky_relu.o").read_bytes()[:4] == b"\x7fELF"
+    assert "vfmadd" in (tmp_path / "matmul_leaky_relu.s").read_text()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--target", "hip:gfx803"], "gfx803"),
+    (["--target", "hip:gfx942", "--config", '{"num_warps": 32}'], "1024"),
+    (["--config", "{not json"], "not JSON"),
+    (["--config", '{"BLOCK_SIZE": 100}'], "power of two"),
+])
+def test_bad_requests_say_what_is_wrong(tmp_path, args, message):
+    result = run_cli("--op", "vector_add", "--dtype", "float32", "--emit", "asm",
+                     "--out", str(tmp_path), *args)
+    assert result.returncode != 0
+    assert message in result.stderr
+
+
+def test_int8_matmul_needs_an_out_dtype(tmp_path):
+    result = run_cli("--op", "matmul", "--dtype", "int8", "--emit", "tile", "--out", str(tmp_path))
+    assert result.returncode != 0
+    assert "--out-dtype int32" in result.stderr
