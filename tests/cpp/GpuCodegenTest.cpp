@@ -131,3 +131,68 @@ INSTANTIATE_TEST_SUITE_P(Archs, NvidiaVectorAdd, ::testing::Values("sm_80", "sm_
                          });
 
 } // namespace
+
+namespace {
+
+struct MfmaCase {
+  const char *arch, *dtype, *instruction;
+};
+
+class MatmulOnMfma : public ::testing::TestWithParam<MfmaCase> {};
+
+TEST_P(MatmulOnMfma, MatrixInstructionsOnOperandsStagedThroughLds) {
+  MfmaCase c = GetParam();
+  auto context = createContext();
+  auto spec = tile::testing::matmulSpec("matmul_leaky_relu", c.dtype, "f32", 128, 128, 32);
+  auto module = ops::buildKernel(*context, spec);
+  CompileOptions options;
+  options.keepStages = true;
+  options.numWarps = 8;
+  Binary binary = compile(*module, Target::parse(std::string("hip:") + c.arch), options);
+  const std::string &isa = stage(binary, "asm");
+  // 8 waves over 128 x 128: 8 tiles of 16 x 16 each, over BLOCK_K = 32.
+  size_t mfmas = 0;
+  for (size_t at = isa.find(c.instruction); at != std::string::npos; at = isa.find(c.instruction, at + 1))
+    ++mfmas;
+  int64_t kPerInstruction = std::string(c.dtype) == "f32" ? 4 : 16;
+  EXPECT_EQ(mfmas, size_t(8 * 32 / kPerInstruction)) << c.arch << " " << c.dtype;
+  EXPECT_NE(isa.find("global_load_dwordx4"), std::string::npos) << "16-byte loads of a and b";
+  EXPECT_NE(isa.find("ds_write_b128"), std::string::npos) << "16-byte LDS stores";
+  EXPECT_NE(isa.find("s_barrier"), std::string::npos);
+  int64_t bytes = std::string(c.dtype) == "f32" ? 4 : 2;
+  EXPECT_EQ(binary.resources.ldsBytes, (128 * 32 + 32 * 128) * bytes);
+  EXPECT_EQ(binary.resources.scratchBytes, 0);
+  EXPECT_GE(binary.resources.wavesPerSimd, 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Archs, MatmulOnMfma,
+    ::testing::Values(MfmaCase{"gfx90a", "f16", "v_mfma_f32_16x16x16f16"},
+                      MfmaCase{"gfx90a", "bf16", "v_mfma_f32_16x16x16bf16_1k"},
+                      MfmaCase{"gfx90a", "f32", "v_mfma_f32_16x16x4f32"},
+                      MfmaCase{"gfx942", "f16", "v_mfma_f32_16x16x16_f16"},
+                      MfmaCase{"gfx942", "bf16", "v_mfma_f32_16x16x16_bf16"},
+                      MfmaCase{"gfx942", "f32", "v_mfma_f32_16x16x4_f32"},
+                      MfmaCase{"gfx950", "f16", "v_mfma_f32_16x16x16_f16"},
+                      MfmaCase{"gfx950", "bf16", "v_mfma_f32_16x16x16_bf16"},
+                      MfmaCase{"gfx950", "f32", "v_mfma_f32_16x16x4_f32"}),
+    [](const ::testing::TestParamInfo<MfmaCase> &info) {
+      return std::string(info.param.arch) + "_" + info.param.dtype;
+    });
+
+TEST(GpuCodegen, LdsOverTheArchLimitIsRejected) {
+  auto context = createContext();
+  // 256 x 256 f32 a and b blocks: 2 * 256 KiB of LDS.
+  auto module = ops::buildKernel(*context, tile::testing::matmulSpec("matmul", "f32", "f32", 256, 256, 256));
+  CompileOptions options;
+  options.numWarps = 16;
+  try {
+    compile(*module, Target::parse("hip:gfx942"), options);
+    FAIL() << "expected a CompileError";
+  } catch (const CompileError &error) {
+    EXPECT_NE(std::string(error.what()).find("LDS"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("65536"), std::string::npos) << error.what();
+  }
+}
+
+} // namespace

@@ -7,6 +7,7 @@
 #include "tile/Target/GpuArch.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -14,6 +15,8 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/IR/DiagnosticInfo.h"
+#include "llvm/IR/DiagnosticPrinter.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/raw_ostream.h"
@@ -131,7 +134,30 @@ void compileForGpu(mlir::ModuleOp module, const Target &target, const CompileOpt
   if (!kernels)
     diagnostics.fail("the GPU lowering produced no gpu.module:");
 
+  // LDS is checked before LLVM sees it: the AMDGPU backend reports too much LDS as a
+  // fatal error.
+  ResourceReport staged;
+  staged.blockThreads = binary.blockThreads;
+  kernels.walk([&](mlir::LLVM::GlobalOp global) {
+    if (global.getAddrSpace() == 3)
+      if (auto array = mlir::dyn_cast<mlir::LLVM::LLVMArrayType>(global.getType()))
+        staged.ldsBytes += int64_t(array.getNumElements()) *
+                           std::max(1u, array.getElementType().getIntOrFloatBitWidth() / 8);
+  });
+  checkResourceLimits(staged, *arch);
+
   llvm::LLVMContext llvmContext;
+  std::string backendErrors;
+  llvmContext.setDiagnosticHandlerCallBack(
+      [](const llvm::DiagnosticInfo *info, void *errors) {
+        if (info->getSeverity() != llvm::DS_Error)
+          return;
+        llvm::raw_string_ostream stream(*static_cast<std::string *>(errors));
+        llvm::DiagnosticPrinterRawOStream printer(stream);
+        stream << "\n  ";
+        info->print(printer);
+      },
+      &backendErrors);
   std::unique_ptr<llvm::Module> llvmModule =
       mlir::translateModuleToLLVMIR(kernels, llvmContext, "tile_kernels");
   if (!llvmModule)
@@ -145,6 +171,8 @@ void compileForGpu(mlir::ModuleOp module, const Target &target, const CompileOpt
   optimizeModule(*llvmModule, *machine);
   keep("llvm", printed(*llvmModule));
   std::string assembly = emitMachineCode(*llvmModule, *machine, /*assembly=*/true);
+  if (!backendErrors.empty())
+    throw CompileError("the " + arch->name + " backend rejected the kernel:" + backendErrors);
   if (arch->amd) {
     binary.resources =
         amdResourcesFromAssembly(assembly, binary.kernelName, *arch, binary.blockThreads);

@@ -1,4 +1,5 @@
 // convert-tile-to-gpu: one program per workgroup, a block spread over its threads.
+#include "GpuLowering.h"
 #include "tile/Analysis/AffineLanes.h"
 #include "tile/Conversion/BlockAccess.h"
 #include "tile/Conversion/ElementwiseTypeLowering.h"
@@ -19,52 +20,31 @@ namespace mlir::tile {
 
 using namespace mlir;
 using namespace mlir::tile;
+using namespace mlir::tile::gpu_lowering;
 
-namespace {
-
-/// Global memory on AMDGPU (and NVPTX): loads and stores through it are global_* / ld.global.
-constexpr unsigned kGlobalAddressSpace = 1;
-
-/// How a 1-D block of `size` elements is spread over `threads` threads: thread t owns
-/// runs of `vec` elements at t * vec + r * threads * vec for r < reps (modulo size when
-/// the block is smaller than one element per thread, which repeats elements).
-struct ThreadLayout {
-  int64_t size, threads, vec, reps;
-  int64_t perThread() const { return vec * reps; }
-  bool wraps() const { return threads * vec > size; }
-};
-
-ThreadLayout layoutFor(int64_t size, int64_t threads, int64_t accessElements) {
+ThreadLayout mlir::tile::gpu_lowering::layoutFor(int64_t size, int64_t threads,
+                                                int64_t accessElements) {
   int64_t vec = std::min(accessElements, std::max<int64_t>(1, size / threads));
   int64_t reps = std::max<int64_t>(1, size / (threads * vec));
   return {size, threads, vec, reps};
 }
 
-/// What every pattern needs: the thread id and the layout rule of this kernel.
-struct Distribution {
-  int64_t threads = 0;
-  int64_t accessElements = 1;
-  Value threadId; // i32, at the top of the kernel
-  ThreadLayout of(Type tensorType) const {
-    return layoutFor(cast<RankedTensorType>(tensorType).getDimSize(0), threads, accessElements);
-  }
-};
+GpuTypeConverter::GpuTypeConverter(MLIRContext *ctx, const Distribution &dist) {
+  addConversion([](Type type) { return type; });
+  addConversion([ctx](PointerType) -> Type {
+    return LLVM::LLVMPointerType::get(ctx, kGlobalAddressSpace);
+  });
+  addConversion([this, &dist](RankedTensorType type) -> Type {
+    Type element = convertType(type.getElementType());
+    if (!element || type.getRank() > 2)
+      return {};
+    int64_t perThread =
+        type.getRank() == 1 ? dist.of(type).perThread() : dist.matrixOf(type).perThread();
+    return VectorType::get({perThread}, element);
+  });
+}
 
-class GpuTypeConverter : public TypeConverter {
-public:
-  GpuTypeConverter(MLIRContext *ctx, const Distribution &dist) {
-    addConversion([](Type type) { return type; });
-    addConversion([ctx](PointerType) -> Type {
-      return LLVM::LLVMPointerType::get(ctx, kGlobalAddressSpace);
-    });
-    addConversion([this, &dist](RankedTensorType type) -> Type {
-      Type element = convertType(type.getElementType());
-      if (!element || type.getRank() != 1)
-        return {};
-      return VectorType::get({dist.of(type).perThread()}, element);
-    });
-  }
-};
+namespace {
 
 /// Index in the block of the first element of run `rep` of this thread, as i32.
 Value runStart(OpBuilder &b, Location loc, const Distribution &dist, const ThreadLayout &layout,
@@ -180,6 +160,8 @@ struct Run {
 std::optional<SmallVector<Run>> contiguousRuns(ConversionPatternRewriter &rewriter, Location loc,
                                                const Distribution &dist, Value originalPtr,
                                                Value originalMask, Value mask, Type element) {
+  if (cast<RankedTensorType>(originalPtr.getType()).getRank() != 1)
+    return std::nullopt;
   auto lanes = analyzeAffineLanes(originalPtr);
   if (!lanes || !lanes->basePtr || lanes->strides[0].getConstant() != 1)
     return std::nullopt;
@@ -222,6 +204,10 @@ struct LoadLowering : DistributedPattern<LoadOp> {
     auto vectorType = dyn_cast<VectorType>(type);
     if (!vectorType) {
       rewriter.replaceOpWithNewOp<LLVM::LoadOp>(op, type, adaptor.getPtr(), bytesOf(type));
+      return success();
+    }
+    if (isStagedByDots(op)) {
+      rewriter.replaceOpWithNewOp<arith::ConstantOp>(op, type, rewriter.getZeroAttr(type));
       return success();
     }
     Type element = vectorType.getElementType();
@@ -338,14 +324,22 @@ int64_t accessElementsOf(func::FuncOp kernel) {
   return 16 / narrowest;
 }
 
-LogicalResult checkDistributable(func::FuncOp kernel) {
+LogicalResult checkDistributable(func::FuncOp kernel, const Distribution &dist) {
   WalkResult walk = kernel.walk([&](Operation *op) {
-    for (Type type : op->getResultTypes())
-      if (auto tensor = dyn_cast<RankedTensorType>(type); tensor && tensor.getRank() != 1) {
-        op->emitError("GPU lowering distributes 1-D blocks only so far; this ")
-            << tensor.getRank() << "-D block (" << type << ") is not supported on GPUs yet";
+    for (Type type : op->getResultTypes()) {
+      auto tensor = dyn_cast<RankedTensorType>(type);
+      if (!tensor || tensor.getRank() == 1)
+        continue;
+      if (tensor.getRank() > 2) {
+        op->emitError("GPU lowering distributes 1-D and 2-D blocks; got ") << type;
         return WalkResult::interrupt();
       }
+      if (dist.arch.matrixUnit != ::tile::MatrixUnit::Mfma) {
+        op->emitError("2-D blocks (") << type << ") are lowered for MFMA archs (gfx90a, gfx942, "
+                                      << "gfx950) so far, not yet for " << dist.arch.name;
+        return WalkResult::interrupt();
+      }
+    }
     return WalkResult::advance();
   });
   return failure(walk.wasInterrupted());
@@ -376,10 +370,12 @@ struct ConvertTileToGPUPass : mlir::tile::impl::ConvertTileToGPUBase<ConvertTile
     int64_t threads = numWarps * arch->waveSize;
 
     for (auto kernel : kernels) {
-      if (failed(checkDistributable(kernel)))
-        return signalPassFailure();
       Distribution dist;
+      dist.arch = *arch;
+      dist.numWarps = numWarps;
       dist.threads = threads;
+      if (failed(checkDistributable(kernel, dist)))
+        return signalPassFailure();
       dist.accessElements = accessElementsOf(kernel);
 
       builder.setInsertionPointToEnd(gpuModule.getBody());
@@ -409,6 +405,7 @@ struct ConvertTileToGPUPass : mlir::tile::impl::ConvertTileToGPUBase<ConvertTile
       patterns.add<ProgramIdLowering, NumProgramsLowering, SplatLowering, AddPtrLowering,
                    ReturnLowering>(converter, ctx);
       patterns.add<MakeRangeLowering, LoadLowering, StoreLowering>(converter, ctx, dist);
+      populateMatrixPatterns(converter, patterns, dist);
       populateElementwiseTypeLowering(converter, patterns);
       populateFunctionOpInterfaceTypeConversionPattern<gpu::GPUFuncOp>(patterns, converter);
       scf::populateSCFStructuralTypeConversionsAndLegality(converter, patterns, target);
