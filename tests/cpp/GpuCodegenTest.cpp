@@ -134,50 +134,67 @@ INSTANTIATE_TEST_SUITE_P(Archs, NvidiaVectorAdd, ::testing::Values("sm_80", "sm_
 
 namespace {
 
-struct MfmaCase {
-  const char *arch, *dtype, *instruction;
+struct MatrixCase {
+  const char *target, *dtype, *instruction;
+  int count;                    // per wave: 128 x 128 x 32 over 8 waves
+  const char *load16, *store16; // 16-byte global load, 16-byte LDS store
+  const char *barrier;
 };
 
-class MatmulOnMfma : public ::testing::TestWithParam<MfmaCase> {};
+class MatmulOnMatrixUnits : public ::testing::TestWithParam<MatrixCase> {};
 
-TEST_P(MatmulOnMfma, MatrixInstructionsOnOperandsStagedThroughLds) {
-  MfmaCase c = GetParam();
+TEST_P(MatmulOnMatrixUnits, MatrixInstructionsOnOperandsStagedThroughLds) {
+  MatrixCase c = GetParam();
   auto context = createContext();
   auto spec = tile::testing::matmulSpec("matmul_leaky_relu", c.dtype, "f32", 128, 128, 32);
   auto module = ops::buildKernel(*context, spec);
   CompileOptions options;
   options.keepStages = true;
   options.numWarps = 8;
-  Binary binary = compile(*module, Target::parse(std::string("hip:") + c.arch), options);
+  Binary binary = compile(*module, Target::parse(c.target), options);
   const std::string &isa = stage(binary, "asm");
-  // 8 waves over 128 x 128: 8 tiles of 16 x 16 each, over BLOCK_K = 32.
-  size_t mfmas = 0;
+  int count = 0;
   for (size_t at = isa.find(c.instruction); at != std::string::npos; at = isa.find(c.instruction, at + 1))
-    ++mfmas;
-  int64_t kPerInstruction = std::string(c.dtype) == "f32" ? 4 : 16;
-  EXPECT_EQ(mfmas, size_t(8 * 32 / kPerInstruction)) << c.arch << " " << c.dtype;
-  EXPECT_NE(isa.find("global_load_dwordx4"), std::string::npos) << "16-byte loads of a and b";
-  EXPECT_NE(isa.find("ds_write_b128"), std::string::npos) << "16-byte LDS stores";
-  EXPECT_NE(isa.find("s_barrier"), std::string::npos);
+    ++count;
+  EXPECT_EQ(count, c.count) << c.target << " " << c.dtype << " " << c.instruction;
+  EXPECT_NE(isa.find(c.load16), std::string::npos) << "16-byte loads of a and b";
+  EXPECT_NE(isa.find(c.store16), std::string::npos) << "16-byte LDS stores";
+  EXPECT_NE(isa.find(c.barrier), std::string::npos);
   int64_t bytes = std::string(c.dtype) == "f32" ? 4 : 2;
   EXPECT_EQ(binary.resources.ldsBytes, (128 * 32 + 32 * 128) * bytes);
-  EXPECT_EQ(binary.resources.scratchBytes, 0);
-  EXPECT_GE(binary.resources.wavesPerSimd, 1);
+  if (std::string(c.target).rfind("hip:", 0) == 0) {
+    EXPECT_EQ(binary.resources.scratchBytes, 0);
+    EXPECT_GE(binary.resources.wavesPerSimd, 1);
+  }
 }
 
+constexpr const char *kCdnaLoad = "global_load_dwordx4", *kCdnaLds = "ds_write_b128";
+constexpr const char *kRdnaLoad = "global_load_b128", *kRdnaLds = "ds_store_b128";
+constexpr const char *kPtxLoad = "ld.global.v4", *kPtxLds = "st.shared.v4";
+
 INSTANTIATE_TEST_SUITE_P(
-    Archs, MatmulOnMfma,
-    ::testing::Values(MfmaCase{"gfx90a", "f16", "v_mfma_f32_16x16x16f16"},
-                      MfmaCase{"gfx90a", "bf16", "v_mfma_f32_16x16x16bf16_1k"},
-                      MfmaCase{"gfx90a", "f32", "v_mfma_f32_16x16x4f32"},
-                      MfmaCase{"gfx942", "f16", "v_mfma_f32_16x16x16_f16"},
-                      MfmaCase{"gfx942", "bf16", "v_mfma_f32_16x16x16_bf16"},
-                      MfmaCase{"gfx942", "f32", "v_mfma_f32_16x16x4_f32"},
-                      MfmaCase{"gfx950", "f16", "v_mfma_f32_16x16x16_f16"},
-                      MfmaCase{"gfx950", "bf16", "v_mfma_f32_16x16x16_bf16"},
-                      MfmaCase{"gfx950", "f32", "v_mfma_f32_16x16x4_f32"}),
-    [](const ::testing::TestParamInfo<MfmaCase> &info) {
-      return std::string(info.param.arch) + "_" + info.param.dtype;
+    Targets, MatmulOnMatrixUnits,
+    ::testing::Values(
+        MatrixCase{"hip:gfx90a", "f16", "v_mfma_f32_16x16x16f16", 16, kCdnaLoad, kCdnaLds, "s_barrier"},
+        MatrixCase{"hip:gfx90a", "bf16", "v_mfma_f32_16x16x16bf16_1k", 16, kCdnaLoad, kCdnaLds, "s_barrier"},
+        MatrixCase{"hip:gfx90a", "f32", "v_mfma_f32_16x16x4f32", 64, kCdnaLoad, kCdnaLds, "s_barrier"},
+        MatrixCase{"hip:gfx942", "f16", "v_mfma_f32_16x16x16_f16", 16, kCdnaLoad, kCdnaLds, "s_barrier"},
+        MatrixCase{"hip:gfx942", "bf16", "v_mfma_f32_16x16x16_bf16", 16, kCdnaLoad, kCdnaLds, "s_barrier"},
+        MatrixCase{"hip:gfx942", "f32", "v_mfma_f32_16x16x4_f32", 64, kCdnaLoad, kCdnaLds, "s_barrier"},
+        MatrixCase{"hip:gfx950", "f16", "v_mfma_f32_16x16x16_f16", 16, kCdnaLoad, kCdnaLds, "s_barrier"},
+        MatrixCase{"hip:gfx950", "bf16", "v_mfma_f32_16x16x16_bf16", 16, kCdnaLoad, kCdnaLds, "s_barrier"},
+        MatrixCase{"hip:gfx950", "f32", "v_mfma_f32_16x16x4_f32", 64, kCdnaLoad, kCdnaLds, "s_barrier"},
+        MatrixCase{"hip:gfx1100", "f16", "v_wmma_f32_16x16x16_f16", 16, kRdnaLoad, kRdnaLds, "s_barrier"},
+        MatrixCase{"hip:gfx1100", "bf16", "v_wmma_f32_16x16x16_bf16", 16, kRdnaLoad, kRdnaLds, "s_barrier"},
+        MatrixCase{"hip:gfx1201", "f16", "v_wmma_f32_16x16x16_f16", 16, kRdnaLoad, kRdnaLds, "s_barrier"},
+        MatrixCase{"hip:gfx1201", "bf16", "v_wmma_f32_16x16x16_bf16", 16, kRdnaLoad, kRdnaLds, "s_barrier"},
+        MatrixCase{"cuda:sm_80", "f16", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", 32, kPtxLoad, kPtxLds, "bar.sync"},
+        MatrixCase{"cuda:sm_80", "bf16", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", 32, kPtxLoad, kPtxLds, "bar.sync"},
+        MatrixCase{"cuda:sm_90", "f16", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", 32, kPtxLoad, kPtxLds, "bar.sync"},
+        MatrixCase{"cuda:sm_90", "bf16", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", 32, kPtxLoad, kPtxLds, "bar.sync"}),
+    [](const ::testing::TestParamInfo<MatrixCase> &info) {
+      std::string name = std::string(info.param.target).substr(std::string(info.param.target).find(':') + 1);
+      return name + "_" + info.param.dtype;
     });
 
 TEST(GpuCodegen, LdsOverTheArchLimitIsRejected) {

@@ -27,16 +27,28 @@ struct ThreadLayout {
 
 ThreadLayout layoutFor(int64_t size, int64_t threads, int64_t accessElements);
 
-/// How a 2-D block of R x C elements is spread: the matrix-unit accumulator layout.
-/// The block is cut into 16 x 16 tiles; waves form a warpsM x warpsN grid, each wave
-/// owns repM x repN tiles, and within a tile lane l owns the elements
-/// (4 * (l / 16) + j, l % 16) for j < 4: the C/D layout of v_mfma_f32_16x16x* in wave64.
-/// A thread's share is the tiles in (rm, rn) order, 4 elements each.
+/// Where a lane's accumulator elements sit in one tile of the arch's matrix
+/// instruction (tileM x tileN): element j of lane l is at (row(l, j), col(l, j)).
+/// MFMA 16x16 (wave64): (4 * (l / 16) + j, l % 16), 4 per lane. WMMA gfx11 (wave32):
+/// (2 * j + l / 16, l % 16), 8 per lane; gfx12: (8 * (l / 16) + j, l % 16). NVIDIA
+/// mma.sync m16n8: (l / 4 + 8 * (j / 2), 2 * (l % 4) + j % 2), 4 per lane.
+struct AccumulatorTile {
+  int64_t tileM = 16, tileN = 16, perLane = 4;
+  enum class Kind { Mfma16, WmmaGfx11, WmmaGfx12, MmaM16N8 } kind = Kind::Mfma16;
+  std::pair<Value, Value> coordinates(OpBuilder &b, Location loc, Value lane, int64_t j) const;
+};
+
+AccumulatorTile accumulatorTileFor(const ::tile::GpuArch &arch);
+
+/// How a 2-D block of R x C elements is spread: the arch's accumulator layout. The
+/// block is cut into tiles; waves form a warpsM x warpsN grid, each wave owns
+/// repM x repN tiles, a thread's share is its elements of those tiles in (rm, rn) order.
 struct MatrixLayout {
   int64_t rows = 0, cols = 0;
   int64_t warpsM = 1, warpsN = 1, repM = 0, repN = 0;
+  AccumulatorTile tile;
   bool fits = false; ///< whether the block divides into whole tiles per wave
-  int64_t perThread() const { return fits ? repM * repN * 4 : 1; }
+  int64_t perThread() const { return fits ? repM * repN * tile.perLane : 1; }
 };
 
 /// What every pattern needs: the thread id, the arch and the layout rules of this kernel.

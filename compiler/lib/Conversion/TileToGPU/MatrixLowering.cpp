@@ -7,24 +7,40 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Matchers.h"
+
+#include <functional>
 
 using namespace mlir;
 using namespace mlir::tile;
 using namespace mlir::tile::gpu_lowering;
 
-constexpr int64_t kTile = 16; // MFMA 16x16 tiles
+AccumulatorTile mlir::tile::gpu_lowering::accumulatorTileFor(const ::tile::GpuArch &arch) {
+  AccumulatorTile tile;
+  if (arch.matrixUnit == ::tile::MatrixUnit::Wmma) {
+    tile.perLane = 8;
+    tile.kind = arch.name.rfind("gfx11", 0) == 0 ? AccumulatorTile::Kind::WmmaGfx11
+                                                  : AccumulatorTile::Kind::WmmaGfx12;
+  } else if (!arch.amd) {
+    tile.tileN = 8;
+    tile.kind = AccumulatorTile::Kind::MmaM16N8;
+  }
+  return tile;
+}
 
 MatrixLayout Distribution::matrixOf(Type tensorType) const {
   auto type = cast<RankedTensorType>(tensorType);
   MatrixLayout layout;
   layout.rows = type.getDimSize(0);
   layout.cols = type.getDimSize(1);
+  layout.tile = accumulatorTileFor(arch);
+  int64_t tileM = layout.tile.tileM, tileN = layout.tile.tileN;
   // Split the waves over M first while each keeps whole tiles, then over N.
   while (layout.warpsM * layout.warpsN < numWarps) {
-    bool mHasRoom = layout.rows / (layout.warpsM * 2) >= kTile;
-    bool nHasRoom = layout.cols / (layout.warpsN * 2) >= kTile;
+    bool mHasRoom = layout.rows / (layout.warpsM * 2) >= tileM;
+    bool nHasRoom = layout.cols / (layout.warpsN * 2) >= tileN;
     if (mHasRoom && (layout.warpsM <= layout.warpsN || !nHasRoom))
       layout.warpsM *= 2;
     else if (nHasRoom)
@@ -32,10 +48,9 @@ MatrixLayout Distribution::matrixOf(Type tensorType) const {
     else
       return layout; // does not fit
   }
-  layout.fits = arch.waveSize == 64 && layout.rows % (kTile * layout.warpsM) == 0 &&
-                layout.cols % (kTile * layout.warpsN) == 0;
-  layout.repM = layout.rows / (kTile * layout.warpsM);
-  layout.repN = layout.cols / (kTile * layout.warpsN);
+  layout.fits = layout.rows % (tileM * layout.warpsM) == 0 && layout.cols % (tileN * layout.warpsN) == 0;
+  layout.repM = layout.rows / (tileM * layout.warpsM);
+  layout.repN = layout.cols / (tileN * layout.warpsN);
   return layout;
 }
 
@@ -64,24 +79,40 @@ WaveCoordinates waveCoordinates(OpBuilder &b, Location loc, const Distribution &
 
 } // namespace
 
+std::pair<Value, Value> AccumulatorTile::coordinates(OpBuilder &b, Location loc, Value lane,
+                                                     int64_t j) const {
+  auto c = [&](int64_t v) { return i32Constant(b, loc, v); };
+  auto div = [&](Value x, int64_t y) { return arith::DivUIOp::create(b, loc, x, c(y)).getResult(); };
+  auto rem = [&](Value x, int64_t y) { return arith::RemUIOp::create(b, loc, x, c(y)).getResult(); };
+  auto mul = [&](Value x, int64_t y) { return arith::MulIOp::create(b, loc, x, c(y)).getResult(); };
+  auto add = [&](Value x, int64_t y) { return arith::AddIOp::create(b, loc, x, c(y)).getResult(); };
+  switch (kind) {
+  case Kind::Mfma16:
+    return {add(mul(div(lane, 16), 4), j), rem(lane, 16)};
+  case Kind::WmmaGfx11:
+    return {add(div(lane, 16), 2 * j), rem(lane, 16)};
+  case Kind::WmmaGfx12:
+    return {add(mul(div(lane, 16), 8), j), rem(lane, 16)};
+  case Kind::MmaM16N8:
+    return {add(div(lane, 4), 8 * (j / 2)), add(mul(rem(lane, 4), 2), j % 2)};
+  }
+  return {};
+}
+
 std::pair<Value, Value> mlir::tile::gpu_lowering::matrixCoordinates(OpBuilder &b, Location loc,
                                                                    const Distribution &dist,
                                                                    const MatrixLayout &layout,
                                                                    int64_t index) {
   WaveCoordinates w = waveCoordinates(b, loc, dist, layout);
-  int64_t tile = index / 4, j = index % 4;
+  int64_t tile = index / layout.tile.perLane, j = index % layout.tile.perLane;
   int64_t rm = tile / layout.repN, rn = tile % layout.repN;
-  Value sixteen = i32Constant(b, loc, kTile);
-  // row = waveM * (rows / warpsM) + rm * 16 + 4 * (lane / 16) + j
+  auto [inRow, inCol] = layout.tile.coordinates(b, loc, w.lane, j);
   Value row = arith::MulIOp::create(b, loc, w.waveM, i32Constant(b, loc, layout.rows / layout.warpsM));
-  row = arith::AddIOp::create(b, loc, row, i32Constant(b, loc, rm * kTile + j));
-  row = arith::AddIOp::create(
-      b, loc, row,
-      arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, w.lane, sixteen), i32Constant(b, loc, 4)));
-  // col = waveN * (cols / warpsN) + rn * 16 + lane % 16
+  row = arith::AddIOp::create(b, loc, row, i32Constant(b, loc, rm * layout.tile.tileM));
+  row = arith::AddIOp::create(b, loc, row, inRow);
   Value col = arith::MulIOp::create(b, loc, w.waveN, i32Constant(b, loc, layout.cols / layout.warpsN));
-  col = arith::AddIOp::create(b, loc, col, i32Constant(b, loc, rn * kTile));
-  col = arith::AddIOp::create(b, loc, col, arith::RemUIOp::create(b, loc, w.lane, sixteen));
+  col = arith::AddIOp::create(b, loc, col, i32Constant(b, loc, rn * layout.tile.tileN));
+  col = arith::AddIOp::create(b, loc, col, inCol);
   return {row, col};
 }
 
@@ -302,44 +333,176 @@ void stageBlock(OpBuilder &b, Location loc, const Distribution &dist, Value glob
   }
 }
 
-/// The MFMA of one 16 x 16 tile for a k step, by element type: (intrinsic, k per
-/// instruction, elements of a and b per lane).
-struct MfmaKind {
-  const char *intrinsic;
-  int64_t k, perLane;
+/// The matrix instruction of an arch for one input type: its K, the elements of a and
+/// b each lane holds, where element j of a lane's fragment sits ((row, k) of a, (k, col)
+/// of b), and the call itself.
+struct MatrixInstruction {
+  int64_t tileK = 0, aPerLane = 0, bPerLane = 0;
+  std::function<std::pair<Value, Value>(OpBuilder &, Location, Value lane, int64_t j)> a, b;
+  std::function<Value(OpBuilder &, Location, Value a, Value b, Value acc)> multiply;
 };
 
-std::optional<MfmaKind> mfmaFor(Type input) {
-  if (input.isF16())
-    return MfmaKind{"llvm.amdgcn.mfma.f32.16x16x16f16", 16, 4};
-  if (input.isBF16())
-    return MfmaKind{"llvm.amdgcn.mfma.f32.16x16x16bf16.1k", 16, 4};
-  if (input.isF32())
-    return MfmaKind{"llvm.amdgcn.mfma.f32.16x16x4f32", 4, 1};
+Value callIntrinsic(OpBuilder &b, Location loc, Type result, StringRef name, ValueRange args) {
+  return LLVM::CallIntrinsicOp::create(b, loc, result, b.getStringAttr(name), args).getResult(0);
+}
+
+Value bitcastElements(OpBuilder &b, Location loc, Value v, Type element) {
+  auto type = cast<VectorType>(v.getType());
+  return LLVM::BitcastOp::create(b, loc, type.clone(element), v);
+}
+
+/// Pairs of 16-bit elements as the 32-bit registers mma.sync takes: <2 x half> for f16,
+/// i32 for bf16.
+SmallVector<Value> pairsOf(OpBuilder &b, Location loc, Value v, bool asI32) {
+  int64_t n = cast<VectorType>(v.getType()).getDimSize(0);
+  SmallVector<Value> pairs;
+  for (int64_t i = 0; i < n; i += 2) {
+    Value pair = vector::ShuffleOp::create(b, loc, v, v, ArrayRef<int64_t>{i, i + 1});
+    if (asI32)
+      pair = LLVM::BitcastOp::create(b, loc, b.getI32Type(), pair);
+    pairs.push_back(pair);
+  }
+  return pairs;
+}
+
+std::optional<MatrixInstruction> matrixInstructionFor(const AccumulatorTile &tile, Type input) {
+  bool f16 = input.isF16(), bf16 = input.isBF16();
+  auto c = [](OpBuilder &b, Location loc, int64_t v) { return i32Constant(b, loc, v); };
+  auto div = [c](OpBuilder &b, Location loc, Value x, int64_t y) {
+    return arith::DivUIOp::create(b, loc, x, c(b, loc, y)).getResult();
+  };
+  auto rem = [c](OpBuilder &b, Location loc, Value x, int64_t y) {
+    return arith::RemUIOp::create(b, loc, x, c(b, loc, y)).getResult();
+  };
+  auto affine = [c](OpBuilder &b, Location loc, Value x, int64_t scale, int64_t offset) {
+    Value scaled = arith::MulIOp::create(b, loc, x, c(b, loc, scale));
+    return arith::AddIOp::create(b, loc, scaled, c(b, loc, offset)).getResult();
+  };
+  MatrixInstruction mi;
+  Type f32 = Float32Type::get(input.getContext());
+  switch (tile.kind) {
+  case AccumulatorTile::Kind::Mfma16: {
+    if (!f16 && !bf16 && !input.isF32())
+      return std::nullopt;
+    int64_t perLane = input.isF32() ? 1 : 4;
+    mi.tileK = perLane * 4;
+    mi.aPerLane = mi.bPerLane = perLane;
+    mi.a = [=](OpBuilder &b, Location loc, Value lane, int64_t j) {
+      return std::pair{rem(b, loc, lane, 16), affine(b, loc, div(b, loc, lane, 16), perLane, j)};
+    };
+    mi.b = [=](OpBuilder &b, Location loc, Value lane, int64_t j) {
+      return std::pair{affine(b, loc, div(b, loc, lane, 16), perLane, j), rem(b, loc, lane, 16)};
+    };
+    const char *name = f16    ? "llvm.amdgcn.mfma.f32.16x16x16f16"
+                       : bf16 ? "llvm.amdgcn.mfma.f32.16x16x16bf16.1k"
+                              : "llvm.amdgcn.mfma.f32.16x16x4f32";
+    mi.multiply = [=](OpBuilder &b, Location loc, Value a, Value bv, Value acc) {
+      if (bf16) {
+        a = bitcastElements(b, loc, a, b.getI16Type());
+        bv = bitcastElements(b, loc, bv, b.getI16Type());
+      }
+      Value zero = LLVM::ConstantOp::create(b, loc, b.getI32Type(), 0);
+      return callIntrinsic(b, loc, acc.getType(), name, {a, bv, acc, zero, zero, zero});
+    };
+    return mi;
+  }
+  case AccumulatorTile::Kind::WmmaGfx11:
+  case AccumulatorTile::Kind::WmmaGfx12: {
+    if (!f16 && !bf16)
+      return std::nullopt;
+    bool gfx11 = tile.kind == AccumulatorTile::Kind::WmmaGfx11;
+    // gfx11: every lane holds all 16 k of its row (lanes 16..31 repeat 0..15); gfx12:
+    // the two half-waves hold k 0..7 and 8..15.
+    int64_t perLane = gfx11 ? 16 : 8;
+    mi.tileK = 16;
+    mi.aPerLane = mi.bPerLane = perLane;
+    mi.a = [=](OpBuilder &b, Location loc, Value lane, int64_t j) {
+      Value k = gfx11 ? c(b, loc, j) : affine(b, loc, div(b, loc, lane, 16), 8, j);
+      return std::pair{rem(b, loc, lane, 16), k};
+    };
+    mi.b = [=](OpBuilder &b, Location loc, Value lane, int64_t j) {
+      Value k = gfx11 ? c(b, loc, j) : affine(b, loc, div(b, loc, lane, 16), 8, j);
+      return std::pair{k, rem(b, loc, lane, 16)};
+    };
+    mi.multiply = [=](OpBuilder &b, Location loc, Value a, Value bv, Value acc) {
+      if (bf16) {
+        a = bitcastElements(b, loc, a, b.getI16Type());
+        bv = bitcastElements(b, loc, bv, b.getI16Type());
+      }
+      return callIntrinsic(b, loc, acc.getType(),
+                           bf16 ? "llvm.amdgcn.wmma.f32.16x16x16.bf16" : "llvm.amdgcn.wmma.f32.16x16x16.f16",
+                           {a, bv, acc});
+    };
+    return mi;
+  }
+  case AccumulatorTile::Kind::MmaM16N8: {
+    if (!f16 && !bf16)
+      return std::nullopt;
+    // mma.sync.m16n8k16 row.col: lane l is in group l / 4 at position l % 4.
+    mi.tileK = 16;
+    mi.aPerLane = 8;
+    mi.bPerLane = 4;
+    mi.a = [=](OpBuilder &b, Location loc, Value lane, int64_t j) {
+      Value row = affine(b, loc, div(b, loc, lane, 4), 1, 8 * ((j / 2) % 2));
+      Value k = affine(b, loc, rem(b, loc, lane, 4), 2, j % 2 + 8 * (j / 4));
+      return std::pair{row, k};
+    };
+    mi.b = [=](OpBuilder &b, Location loc, Value lane, int64_t j) {
+      Value k = affine(b, loc, rem(b, loc, lane, 4), 2, j % 2 + 8 * (j / 2));
+      return std::pair{k, div(b, loc, lane, 4)};
+    };
+    mi.multiply = [=](OpBuilder &b, Location loc, Value a, Value bv, Value acc) {
+      SmallVector<Value> args = pairsOf(b, loc, a, bf16);
+      args.append(pairsOf(b, loc, bv, bf16));
+      for (int64_t i = 0; i < 4; ++i)
+        args.push_back(vector::ExtractOp::create(b, loc, acc, ArrayRef<int64_t>{i}));
+      auto resultType = LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
+      Value d = callIntrinsic(b, loc, resultType,
+                              bf16 ? "llvm.nvvm.mma.m16n8k16.row.col.bf16"
+                                   : "llvm.nvvm.mma.m16n8k16.row.col.f32.f32",
+                              args);
+      Value result = acc;
+      for (int64_t i = 0; i < 4; ++i)
+        result = vector::InsertOp::create(b, loc, LLVM::ExtractValueOp::create(b, loc, d, i), result,
+                                          ArrayRef<int64_t>{i});
+      return result;
+    };
+    return mi;
+  }
+  }
   return std::nullopt;
 }
 
-struct DotToMfma : OpConversionPattern<DotOp> {
-  DotToMfma(const TypeConverter &converter, MLIRContext *ctx, const Distribution &dist)
+Value widenTo(OpBuilder &b, Location loc, Value v, Type accElement) {
+  if (v.getType() == accElement)
+    return v;
+  if (isa<FloatType>(accElement))
+    return arith::ExtFOp::create(b, loc, accElement, v);
+  return arith::ExtSIOp::create(b, loc, accElement, v);
+}
+
+struct DotOnGpu : OpConversionPattern<DotOp> {
+  DotOnGpu(const TypeConverter &converter, MLIRContext *ctx, const Distribution &dist)
       : OpConversionPattern(converter, ctx), dist(dist) {}
 
   LogicalResult matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto aType = op.getA().getType(), bType = op.getB().getType();
     Type input = aType.getElementType();
-    auto kind = mfmaFor(input);
-    if (!kind)
-      return rewriter.notifyMatchFailure(op, "no MFMA for this element type yet");
     auto a = stagedOperandOf(op.getA()), b = stagedOperandOf(op.getB());
     if (!a || !b)
       return op.emitError("a GPU dot needs both operands loaded from affine addresses with "
                           "bounds masks (as blocked matmuls load them)");
     MatrixLayout layout = dist.matrixOf(op.getType());
     int64_t m = aType.getDimSize(0), k = aType.getDimSize(1), n = bType.getDimSize(1);
-    if (!layout.fits || k % kind->k != 0)
-      return op.emitError("a ") << m << "x" << n << "x" << k << " dot does not fit "
-                                << dist.numWarps << " waves of 16x16x" << kind->k
-                                << " MFMA tiles; use BLOCK_M, BLOCK_N multiples of 16 per wave";
+    auto instruction = matrixInstructionFor(layout.tile, input);
+    if (instruction && k % instruction->tileK != 0)
+      instruction.reset();
+    if (!layout.fits)
+      return op.emitError("a ") << m << "x" << n << " accumulator does not fit " << dist.numWarps
+                                << " waves of " << layout.tile.tileM << "x" << layout.tile.tileN
+                                << " tiles on " << dist.arch.name
+                                << "; use BLOCK_M, BLOCK_N that give each wave whole tiles";
     auto remap = [&](Value v) { return rewriter.getRemappedValue(v); };
     auto view = [&](const StagedOperand &operand, RankedTensorType type) {
       Value base = offsetBase(rewriter, loc, operand.lanes, input);
@@ -351,86 +514,130 @@ struct DotToMfma : OpConversionPattern<DotOp> {
     auto av = view(*a, aType), bv = view(*b, bType);
     Value ldsA = ldsBuffer(rewriter, op, input, m * k, "__tile_lds_a");
     Value ldsB = ldsBuffer(rewriter, op, input, k * n, "__tile_lds_b");
-    // The previous K step's MFMAs may still read the buffers.
+    // The previous K step may still read the buffers.
     gpu::BarrierOp::create(rewriter, loc);
     stageBlock(rewriter, loc, dist, av[0], av[1], av[2], av[3], av[4], ldsA, input, m, k);
     stageBlock(rewriter, loc, dist, bv[0], bv[1], bv[2], bv[3], bv[4], ldsB, input, k, n);
     gpu::BarrierOp::create(rewriter, loc);
 
-    WaveCoordinates w = waveCoordinates(rewriter, loc, dist, layout);
-    Type i64 = rewriter.getI64Type();
-    auto wide = [&](Value v) { return arith::ExtUIOp::create(rewriter, loc, i64, v).getResult(); };
-    Value laneRow = wide(arith::RemUIOp::create(rewriter, loc, w.lane, i32Constant(rewriter, loc, 16)));
-    Value laneGroup = wide(arith::DivUIOp::create(rewriter, loc, w.lane, i32Constant(rewriter, loc, 16)));
-    Value waveRow = arith::MulIOp::create(rewriter, loc, wide(w.waveM), i64Constant(rewriter, loc, m / layout.warpsM));
-    Value waveCol = arith::MulIOp::create(rewriter, loc, wide(w.waveN), i64Constant(rewriter, loc, n / layout.warpsN));
-    Value kFirst = arith::MulIOp::create(rewriter, loc, laneGroup, i64Constant(rewriter, loc, kind->perLane));
     unsigned bytes = std::max(1u, input.getIntOrFloatBitWidth() / 8);
-    auto fragType = VectorType::get({kind->perLane}, input);
-    Type operandType = kind->perLane == 1 ? input : Type(fragType);
-    if (input.isBF16())
-      operandType = VectorType::get({kind->perLane}, rewriter.getI16Type());
-    auto accTileType = VectorType::get({4}, rewriter.getF32Type());
-
+    Type i64 = rewriter.getI64Type();
+    auto load = [&](Value buffer, Value row, Value col, int64_t width) {
+      Value index = arith::AddIOp::create(
+          rewriter, loc,
+          arith::MulIOp::create(rewriter, loc, arith::ExtUIOp::create(rewriter, loc, i64, row),
+                                i64Constant(rewriter, loc, width)),
+          arith::ExtUIOp::create(rewriter, loc, i64, col));
+      Value ptr = LLVM::GEPOp::create(rewriter, loc, buffer.getType(), input, buffer,
+                                      ArrayRef<LLVM::GEPArg>{index});
+      return LLVM::LoadOp::create(rewriter, loc, input, ptr, bytes).getResult();
+    };
     Value acc = adaptor.getAcc();
+    Value result = instruction ? onMatrixUnits(rewriter, loc, layout, *instruction, acc, ldsA, ldsB, m, k, n, load)
+                               : onFmas(rewriter, loc, layout, acc, ldsA, ldsB, k, n, load);
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+
+  using LdsLoad = function_ref<Value(Value buffer, Value row, Value col, int64_t width)>;
+
+  Value onMatrixUnits(ConversionPatternRewriter &rewriter, Location loc, const MatrixLayout &layout,
+                      const MatrixInstruction &mi, Value acc, Value ldsA, Value ldsB, int64_t m,
+                      int64_t k, int64_t n, LdsLoad load) const {
+    WaveCoordinates w = waveCoordinates(rewriter, loc, dist, layout);
+    auto add = [&](Value x, int64_t y) {
+      return arith::AddIOp::create(rewriter, loc, x, i32Constant(rewriter, loc, y)).getResult();
+    };
+    Value waveRow = arith::MulIOp::create(rewriter, loc, w.waveM, i32Constant(rewriter, loc, m / layout.warpsM));
+    Value waveCol = arith::MulIOp::create(rewriter, loc, w.waveN, i32Constant(rewriter, loc, n / layout.warpsN));
+    int64_t perLane = layout.tile.perLane;
     SmallVector<Value> tiles;
     for (int64_t t = 0; t < layout.repM * layout.repN; ++t)
-      tiles.push_back(vector::ShuffleOp::create(rewriter, loc, acc, acc,
-                                                ArrayRef<int64_t>{4 * t, 4 * t + 1, 4 * t + 2, 4 * t + 3}));
-    auto ldsAt = [&](Value buffer, Value index) {
-      return LLVM::GEPOp::create(rewriter, loc, buffer.getType(), input, buffer, ArrayRef<LLVM::GEPArg>{index});
-    };
-    Value zeroI32 = LLVM::ConstantOp::create(rewriter, loc, rewriter.getI32Type(), 0);
-    for (int64_t step = 0; step < k / kind->k; ++step) {
-      Value kBase = arith::AddIOp::create(rewriter, loc, kFirst, i64Constant(rewriter, loc, step * kind->k));
+      tiles.push_back(vector::ShuffleOp::create(
+          rewriter, loc, acc, acc, llvm::to_vector(llvm::seq<int64_t>(t * perLane, (t + 1) * perLane))));
+    for (int64_t step = 0; step < k / mi.tileK; ++step) {
       SmallVector<Value> aFrags, bFrags;
       for (int64_t rm = 0; rm < layout.repM; ++rm) {
-        // a[row][kBase .. kBase + perLane): contiguous in row-major LDS.
-        Value row = arith::AddIOp::create(rewriter, loc, waveRow,
-                                          arith::AddIOp::create(rewriter, loc, laneRow, i64Constant(rewriter, loc, rm * 16)));
-        Value index = arith::AddIOp::create(rewriter, loc, arith::MulIOp::create(rewriter, loc, row, i64Constant(rewriter, loc, k)), kBase);
-        Value frag = LLVM::LoadOp::create(rewriter, loc, operandType == input ? input : Type(fragType),
-                                          ldsAt(ldsA, index), bytes * kind->perLane);
+        Value frag;
+        for (int64_t j = 0; j < mi.aPerLane; ++j) {
+          auto [row, kk] = mi.a(rewriter, loc, w.lane, j);
+          Value element = load(ldsA, arith::AddIOp::create(rewriter, loc, waveRow, add(row, rm * layout.tile.tileM)),
+                               add(kk, step * mi.tileK), k);
+          if (mi.aPerLane == 1) {
+            frag = element;
+            continue;
+          }
+          if (!frag) {
+            auto fragType = VectorType::get({mi.aPerLane}, element.getType());
+            frag = arith::ConstantOp::create(rewriter, loc, fragType, rewriter.getZeroAttr(fragType));
+          }
+          frag = vector::InsertOp::create(rewriter, loc, element, frag, ArrayRef<int64_t>{j});
+        }
         aFrags.push_back(frag);
       }
       for (int64_t rn = 0; rn < layout.repN; ++rn) {
-        // b[kBase + j][col] for j < perLane: a column, one element per LDS row.
-        Value col = arith::AddIOp::create(rewriter, loc, waveCol,
-                                          arith::AddIOp::create(rewriter, loc, laneRow, i64Constant(rewriter, loc, rn * 16)));
-        Value frag = kind->perLane == 1 ? Value() : Value(arith::ConstantOp::create(rewriter, loc, fragType, rewriter.getZeroAttr(fragType)));
-        for (int64_t j = 0; j < kind->perLane; ++j) {
-          Value kRow = arith::AddIOp::create(rewriter, loc, kBase, i64Constant(rewriter, loc, j));
-          Value index = arith::AddIOp::create(rewriter, loc, arith::MulIOp::create(rewriter, loc, kRow, i64Constant(rewriter, loc, n)), col);
-          Value element = LLVM::LoadOp::create(rewriter, loc, input, ldsAt(ldsB, index), bytes);
-          frag = kind->perLane == 1 ? element
-                                    : Value(vector::InsertOp::create(rewriter, loc, element, frag, ArrayRef<int64_t>{j}));
+        Value frag;
+        for (int64_t j = 0; j < mi.bPerLane; ++j) {
+          auto [kk, col] = mi.b(rewriter, loc, w.lane, j);
+          Value element = load(ldsB, add(kk, step * mi.tileK),
+                               arith::AddIOp::create(rewriter, loc, waveCol, add(col, rn * layout.tile.tileN)), n);
+          if (mi.bPerLane == 1) {
+            frag = element;
+            continue;
+          }
+          if (!frag) {
+            auto fragType = VectorType::get({mi.bPerLane}, element.getType());
+            frag = arith::ConstantOp::create(rewriter, loc, fragType, rewriter.getZeroAttr(fragType));
+          }
+          frag = vector::InsertOp::create(rewriter, loc, element, frag, ArrayRef<int64_t>{j});
         }
         bFrags.push_back(frag);
       }
       for (int64_t rm = 0; rm < layout.repM; ++rm)
         for (int64_t rn = 0; rn < layout.repN; ++rn) {
-          Value aFrag = aFrags[rm], bFrag = bFrags[rn];
-          if (input.isBF16()) {
-            aFrag = LLVM::BitcastOp::create(rewriter, loc, operandType, aFrag);
-            bFrag = LLVM::BitcastOp::create(rewriter, loc, operandType, bFrag);
-          }
           Value &tile = tiles[rm * layout.repN + rn];
-          tile = LLVM::CallIntrinsicOp::create(
-                     rewriter, loc, accTileType, rewriter.getStringAttr(kind->intrinsic),
-                     ValueRange{aFrag, bFrag, tile, zeroI32, zeroI32, zeroI32})
-                     .getResult(0);
+          tile = mi.multiply(rewriter, loc, aFrags[rm], bFrags[rn], tile);
         }
     }
     Value result = acc;
+    int64_t size = cast<VectorType>(acc.getType()).getDimSize(0);
     for (auto [t, tile] : llvm::enumerate(tiles)) {
+      int64_t first = int64_t(t) * perLane;
       SmallVector<int64_t> mask;
-      int64_t size = cast<VectorType>(acc.getType()).getDimSize(0);
       for (int64_t i = 0; i < size; ++i)
-        mask.push_back(i >= 4 * int64_t(t) && i < 4 * int64_t(t) + 4 ? size + (i - 4 * int64_t(t)) : i);
+        mask.push_back(i >= first && i < first + perLane ? size + (i - first) : i);
       result = vector::ShuffleOp::create(rewriter, loc, result, tile, mask);
     }
-    rewriter.replaceOp(op, result);
-    return success();
+    return result;
+  }
+
+  /// Archs or types with no matrix instruction: each thread forms its accumulator
+  /// elements with FMAs (multiply-adds for integers) over the staged blocks.
+  Value onFmas(ConversionPatternRewriter &rewriter, Location loc, const MatrixLayout &layout, Value acc,
+               Value ldsA, Value ldsB, int64_t k, int64_t n, LdsLoad load) const {
+    int64_t perThread = layout.perThread();
+    SmallVector<std::pair<Value, Value>> coordinates;
+    for (int64_t e = 0; e < perThread; ++e)
+      coordinates.push_back(matrixCoordinates(rewriter, loc, dist, layout, e));
+    Type accElement = cast<VectorType>(acc.getType()).getElementType();
+    auto loop = scf::ForOp::create(
+        rewriter, loc, i32Constant(rewriter, loc, 0), i32Constant(rewriter, loc, k),
+        i32Constant(rewriter, loc, 1), ValueRange{acc},
+        [&](OpBuilder &b, Location loc, Value kk, ValueRange iter) {
+          Value sums = iter[0];
+          for (int64_t e = 0; e < perThread; ++e) {
+            auto [row, col] = coordinates[e];
+            Value x = widenTo(b, loc, load(ldsA, row, kk, k), accElement);
+            Value y = widenTo(b, loc, load(ldsB, kk, col, n), accElement);
+            Value sum = vector::ExtractOp::create(b, loc, sums, ArrayRef<int64_t>{e});
+            sum = isa<FloatType>(accElement)
+                      ? Value(math::FmaOp::create(b, loc, x, y, sum))
+                      : Value(arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, x, y), sum));
+            sums = vector::InsertOp::create(b, loc, sum, sums, ArrayRef<int64_t>{e});
+          }
+          scf::YieldOp::create(b, loc, sums);
+        });
+    return loop.getResult(0);
   }
 
   const Distribution &dist;
@@ -453,5 +660,5 @@ void mlir::tile::gpu_lowering::populateMatrixPatterns(const TypeConverter &conve
                                                       RewritePatternSet &patterns,
                                                       const Distribution &dist) {
   patterns.add<AffineBlockMaterialization>(converter, patterns.getContext(), dist);
-  patterns.add<DotToMfma>(converter, patterns.getContext(), dist);
+  patterns.add<DotOnGpu>(converter, patterns.getContext(), dist);
 }

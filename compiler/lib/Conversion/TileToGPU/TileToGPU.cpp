@@ -334,11 +334,6 @@ LogicalResult checkDistributable(func::FuncOp kernel, const Distribution &dist) 
         op->emitError("GPU lowering distributes 1-D and 2-D blocks; got ") << type;
         return WalkResult::interrupt();
       }
-      if (dist.arch.matrixUnit != ::tile::MatrixUnit::Mfma) {
-        op->emitError("2-D blocks (") << type << ") are lowered for MFMA archs (gfx90a, gfx942, "
-                                      << "gfx950) so far, not yet for " << dist.arch.name;
-        return WalkResult::interrupt();
-      }
     }
     return WalkResult::advance();
   });
