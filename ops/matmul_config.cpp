@@ -34,12 +34,15 @@ std::map<std::string, int64_t> cpuConfig(const Target &target, int64_t k) {
 
 /// GPU tiles from the Triton tutorials' candidates: large tiles for large problems,
 /// smaller ones when large tiles would leave too few workgroups.
-std::map<std::string, int64_t> gpuConfig(const Target &target, int64_t m, int64_t n) {
+std::map<std::string, int64_t> gpuConfig(const Target &target, int64_t m, int64_t n,
+                                         const std::string &inputDtype) {
   bool large = m >= 1024 && n >= 1024;
   bool hip = target.kind == TargetKind::Hip;
+  // a and b blocks of 128 x BLOCK_K stay within 48 KiB of static shared memory.
+  bool wide = inputDtype == "f32";
   return {{"BLOCK_M", large ? 128 : 64},
           {"BLOCK_N", large ? 128 : 64},
-          {"BLOCK_K", hip ? 32 : 64},
+          {"BLOCK_K", hip || wide ? 32 : 64},
           {"GROUP_M", 8},
           {"num_warps", large ? 8 : 4},
           {"num_stages", hip ? 2 : 3},
@@ -51,15 +54,15 @@ std::map<std::string, int64_t> gpuConfig(const Target &target, int64_t m, int64_
 } // namespace
 
 std::map<std::string, int64_t> defaultMatmulConfig(const Target &target, int64_t m, int64_t n,
-                                                   int64_t k, const std::string &) {
+                                                   int64_t k, const std::string &inputDtype) {
   if (target.kind == TargetKind::Cpu) {
     auto config = cpuConfig(target, k);
     // GPU-only knobs at their GPU defaults, ignored here but part of the key.
-    for (const auto &[name, value] : gpuConfig(target, m, n))
+    for (const auto &[name, value] : gpuConfig(target, m, n, inputDtype))
       config.emplace(name, value);
     return config;
   }
-  return gpuConfig(target, m, n);
+  return gpuConfig(target, m, n, inputDtype);
 }
 
 } // namespace tile::ops

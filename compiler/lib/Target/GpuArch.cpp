@@ -46,8 +46,10 @@ const std::vector<GpuArch> &supportedGpuArchs() {
         amd("gfx950", 64, 160 * 1024, 512, 256, 256, 8, 8, MatrixUnit::Mfma),
         amd("gfx1100", 32, 64 * 1024, 1536, 256, 0, 24, 16, MatrixUnit::Wmma),
         amd("gfx1201", 32, 64 * 1024, 1536, 256, 0, 24, 16, MatrixUnit::Wmma),
-        nvidia("sm_80", 163 * 1024, MatrixUnit::MmaSync, "+ptx70"),
-        nvidia("sm_90", 227 * 1024, MatrixUnit::Wgmma, "+ptx80"),
+        // Static shared memory (what the lowering declares) stops at 48 KiB per block
+        // on every NVIDIA arch; more needs dynamic shared memory and an opt-in.
+        nvidia("sm_80", 48 * 1024, MatrixUnit::MmaSync, "+ptx70"),
+        nvidia("sm_90", 48 * 1024, MatrixUnit::Wgmma, "+ptx80"),
     };
   }();
   return archs;

@@ -27,6 +27,9 @@ struct ThreadLayout {
 
 ThreadLayout layoutFor(int64_t size, int64_t threads, int64_t accessElements);
 
+/// i1: `ptr` is a multiple of `bytes` (a power of two) at run time.
+Value isAligned(OpBuilder &b, Location loc, Value ptr, int64_t bytes);
+
 /// Where a lane's accumulator elements sit in one tile of the arch's matrix
 /// instruction (tileM x tileN): element j of lane l is at (row(l, j), col(l, j)).
 /// MFMA 16x16 (wave64): (4 * (l / 16) + j, l % 16), 4 per lane. WMMA gfx11 (wave32):

@@ -7,7 +7,6 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Matchers.h"
 
@@ -284,13 +283,15 @@ void stageBlock(OpBuilder &b, Location loc, const Distribution &dist, Value glob
     Value inBlock = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, run, i64Constant(b, loc, runs));
     Value rowOn = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, row, validRows);
     Value runEnd = arith::AddIOp::create(b, loc, col, i64Constant(b, loc, vec));
-    Value whole = arith::AndIOp::create(
-        b, loc, arith::AndIOp::create(b, loc, rowOn, unitStride),
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, runEnd, validCols));
     Value src = LLVM::GEPOp::create(
         b, loc, globalBase.getType(), element, globalBase,
         ArrayRef<LLVM::GEPArg>{Value(arith::AddIOp::create(
             b, loc, arith::MulIOp::create(b, loc, row, rowStride), arith::MulIOp::create(b, loc, col, colStride)))});
+    // Whole runs in range, contiguous and 16-byte aligned (rows of an odd K are not).
+    Value whole = arith::AndIOp::create(
+        b, loc, arith::AndIOp::create(b, loc, rowOn, unitStride),
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, runEnd, validCols));
+    whole = arith::AndIOp::create(b, loc, whole, isAligned(b, loc, src, vec * bytes));
     Value dst = LLVM::GEPOp::create(
         b, loc, lds.getType(), element, lds,
         ArrayRef<LLVM::GEPArg>{Value(arith::AddIOp::create(
@@ -630,8 +631,10 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
             Value x = widenTo(b, loc, load(ldsA, row, kk, k), accElement);
             Value y = widenTo(b, loc, load(ldsB, kk, col, n), accElement);
             Value sum = vector::ExtractOp::create(b, loc, sums, ArrayRef<int64_t>{e});
+            // llvm.fma, not math.fma: the GPU conversions turn math.fma into calls of
+            // __nv_fmaf / __ocml_fma_f32 from device libraries.
             sum = isa<FloatType>(accElement)
-                      ? Value(math::FmaOp::create(b, loc, x, y, sum))
+                      ? Value(LLVM::FMAOp::create(b, loc, x, y, sum))
                       : Value(arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, x, y), sum));
             sums = vector::InsertOp::create(b, loc, sum, sums, ArrayRef<int64_t>{e});
           }

@@ -22,6 +22,14 @@ using namespace mlir;
 using namespace mlir::tile;
 using namespace mlir::tile::gpu_lowering;
 
+Value mlir::tile::gpu_lowering::isAligned(OpBuilder &b, Location loc, Value ptr, int64_t bytes) {
+  Type i64 = b.getI64Type();
+  Value address = LLVM::PtrToIntOp::create(b, loc, i64, ptr);
+  Value low = arith::AndIOp::create(b, loc, address, arith::ConstantIntOp::create(b, loc, i64, bytes - 1));
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, low,
+                               arith::ConstantIntOp::create(b, loc, i64, 0));
+}
+
 ThreadLayout mlir::tile::gpu_lowering::layoutFor(int64_t size, int64_t threads,
                                                 int64_t accessElements) {
   int64_t vec = std::min(accessElements, std::max<int64_t>(1, size / threads));
@@ -189,6 +197,15 @@ std::optional<SmallVector<Run>> contiguousRuns(ConversionPatternRewriter &rewrit
         run.full = vector::ReductionOp::create(rewriter, loc, vector::CombiningKind::AND, run.mask);
       }
     }
+    if (layout.vec > 1) {
+      // A view can start anywhere in its storage: the wide access needs its alignment
+      // (NVIDIA faults on a misaligned ld.global.v4).
+      Value aligned = isAligned(rewriter, loc, run.ptr, layout.vec * bytesOf(element));
+      run.full = run.full ? arith::AndIOp::create(rewriter, loc, run.full, aligned).getResult() : aligned;
+      if (!run.mask)
+        run.mask = arith::ConstantOp::create(
+            rewriter, loc, DenseElementsAttr::get(VectorType::get({layout.vec}, rewriter.getI1Type()), true));
+    }
     runs.push_back(run);
   }
   return runs;
@@ -244,7 +261,7 @@ struct LoadLowering : DistributedPattern<LoadOp> {
             [&](OpBuilder &b, Location l) { scf::YieldOp::create(b, l, plainLoad(b, l)); },
             [&](OpBuilder &b, Location l) {
               scf::YieldOp::create(b, l, Value(LLVM::MaskedLoadOp::create(b, l, runType, run.ptr, run.mask,
-                                                                          otherRun, align)));
+                                                                          otherRun, bytesOf(element))));
             });
         loaded = branch.getResult(0);
       }
@@ -292,7 +309,7 @@ struct StoreLowering : DistributedPattern<StoreOp> {
             scf::YieldOp::create(b, l);
           },
           [&](OpBuilder &b, Location l) {
-            LLVM::MaskedStoreOp::create(b, l, slice, run.ptr, run.mask, align);
+            LLVM::MaskedStoreOp::create(b, l, slice, run.ptr, run.mask, bytesOf(element));
             scf::YieldOp::create(b, l);
           });
     }

@@ -3,17 +3,22 @@
 // RUN: tile-opt %s --tile-to-gpu=chipset=gfx1100 --tile-gpu-to-llvm=chipset=gfx1100 | FileCheck %s --check-prefix=WAVE32
 // RUN: tile-opt %s --tile-to-gpu=chipset=sm_90 --tile-gpu-to-llvm=chipset=sm_90 | FileCheck %s --check-prefix=NVVM
 // A 2048-element f16 block over 4 waves: each thread owns one run of 8 contiguous
-// elements (16 bytes), loaded unmasked when the mask keeps the whole run.
+// elements (16 bytes), loaded unmasked when the mask keeps the whole run and its
+// address is 16-byte aligned (a view may start anywhere in its storage).
 
 // GPU: gpu.module @tile_kernels
 // GPU: gpu.func @vector_add(%{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: i32) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
 // GPU: %[[TID:.+]] = gpu.thread_id x
 // GPU: gpu.block_id x
-// GPU: %[[FULL:.+]] = arith.cmpi sle, %{{.+}}, %{{.+}} : i64
+// GPU: %[[INRANGE:.+]] = arith.cmpi sle, %{{.+}}, %{{.+}} : i64
+// GPU: %[[ADDRESS:.+]] = llvm.ptrtoint %{{.+}} : !llvm.ptr<1> to i64
+// GPU: %[[LOW:.+]] = arith.andi %[[ADDRESS]], %{{.+}} : i64
+// GPU: %[[ALIGNED:.+]] = arith.cmpi eq, %[[LOW]], %{{.+}} : i64
+// GPU: %[[FULL:.+]] = arith.andi %[[INRANGE]], %[[ALIGNED]] : i1
 // GPU: scf.if %[[FULL]] -> (vector<8xf16>)
 // GPU:   llvm.load %{{.+}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xf16>
 // GPU: } else {
-// GPU:   llvm.intr.masked.load %{{.+}} {alignment = 16 : i32} : (!llvm.ptr<1>, vector<8xi1>, vector<8xf16>) -> vector<8xf16>
+// GPU:   llvm.intr.masked.load %{{.+}} {alignment = 2 : i32} : (!llvm.ptr<1>, vector<8xi1>, vector<8xf16>) -> vector<8xf16>
 // GPU: arith.addf %{{.+}}, %{{.+}} : vector<8xf32>
 // GPU: llvm.store %{{.+}}, %{{.+}} {alignment = 16 : i64} : vector<8xf16>, !llvm.ptr<1>
 // GPU: gpu.return
