@@ -7,6 +7,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
 #include "llvm/BinaryFormat/ELF.h"
 #include "llvm/Object/ELFObjectFile.h"
 
@@ -210,6 +211,45 @@ TEST(GpuCodegen, LdsOverTheArchLimitIsRejected) {
     EXPECT_NE(std::string(error.what()).find("LDS"), std::string::npos) << error.what();
     EXPECT_NE(std::string(error.what()).find("65536"), std::string::npos) << error.what();
   }
+}
+
+} // namespace
+
+namespace {
+
+// A kernel that calls into the ROCm device libraries (math.tan becomes __ocml_tan_f32).
+constexpr const char *kExpKernel = R"mlir(
+func.func @exp_kernel(%x: !tile.ptr<f32>, %y: !tile.ptr<f32>) attributes {tile.kernel} {
+  %r = tile.make_range {end = 1024 : i32, start = 0 : i32} : tensor<1024xi32>
+  %px = tile.splat %x : !tile.ptr<f32> -> tensor<1024x!tile.ptr<f32>>
+  %ax = tile.addptr %px, %r : tensor<1024x!tile.ptr<f32>>, tensor<1024xi32>
+  %py = tile.splat %y : !tile.ptr<f32> -> tensor<1024x!tile.ptr<f32>>
+  %ay = tile.addptr %py, %r : tensor<1024x!tile.ptr<f32>>, tensor<1024xi32>
+  %v = tile.load %ax : tensor<1024x!tile.ptr<f32>>
+  %e = math.tan %v : tensor<1024xf32>
+  tile.store %ay, %e : tensor<1024x!tile.ptr<f32>>
+  return
+}
+)mlir";
+
+TEST(GpuCodegen, DeviceLibrariesAreLinkedWhenCalled) {
+  auto context = createContext();
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(kExpKernel, context.get());
+  ASSERT_TRUE(module);
+  CompileOptions options;
+  options.keepStages = true;
+  Binary binary = compile(*module, Target::parse("hip:gfx942"), options);
+  // ocml.s tan is inlined: no call is left, and lld found no undefined symbol.
+  EXPECT_EQ(stage(binary, "llvm").find("declare float @__ocml_tan_f32"), std::string::npos);
+  EXPECT_NE(stage(binary, "tile-gpu").find("math.tan"), std::string::npos);
+  EXPECT_EQ(stage(binary, "asm").find("s_swappc"), std::string::npos) << "no call left";
+  EXPECT_EQ(binary.object.substr(0, 4), "\x7f" "ELF");
+}
+
+TEST(GpuCodegen, KernelsThatCallNothingLinkNoLibrary) {
+  Binary binary = compileVectorAdd("hip:gfx942", "f32");
+  EXPECT_EQ(stage(binary, "llvm").find("__oclc_"), std::string::npos);
+  EXPECT_EQ(stage(binary, "llvm").find("__ocml_"), std::string::npos);
 }
 
 } // namespace

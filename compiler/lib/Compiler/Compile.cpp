@@ -165,9 +165,11 @@ void compileForGpu(mlir::ModuleOp module, const Target &target, const CompileOpt
   std::unique_ptr<llvm::TargetMachine> machine = createGpuTargetMachine(target);
   llvmModule->setTargetTriple(machine->getTargetTriple());
   llvmModule->setDataLayout(machine->createDataLayout());
-  if (arch->amd)
+  if (arch->amd) {
     // Code object v5, what ROCm 6 loaders expect.
     llvmModule->addModuleFlag(llvm::Module::Error, "amdhsa_code_object_version", 500);
+    linkDeviceLibraries(*llvmModule, *arch);
+  }
   optimizeModule(*llvmModule, *machine);
   keep("llvm", printed(*llvmModule));
   std::string assembly = emitMachineCode(*llvmModule, *machine, /*assembly=*/true);

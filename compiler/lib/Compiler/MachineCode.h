@@ -21,6 +21,12 @@ std::unique_ptr<llvm::TargetMachine> createCpuTargetMachine(const Target &target
 /// arch as CPU and the target's features (sramecc/xnack, the PTX version).
 std::unique_ptr<llvm::TargetMachine> createGpuTargetMachine(const Target &target);
 
+struct GpuArch;
+
+/// Links the ROCm device libraries (ocml, ockl) into an AMDGPU module when, and only
+/// when, it calls them, with the oclc control constants of `arch`.
+void linkDeviceLibraries(llvm::Module &module, const GpuArch &arch);
+
 /// Links an AMDGPU relocatable object into a HSACO (a shared ELF) with lld, in process.
 std::string linkHsaco(const std::string &object);
 
