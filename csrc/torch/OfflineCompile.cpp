@@ -36,6 +36,8 @@ StageTexts compileOffline(std::string op, std::vector<std::string> dtypes,
     options.keepStages = true;
     if (auto warps = spec.config.find("num_warps"); warps != spec.config.end())
       options.numWarps = warps->second;
+    if (auto nonKDim = spec.config.find("matrix_instr_nonkdim"); nonKDim != spec.config.end())
+      options.matrixInstrNonKDim = nonKDim->second;
     binary = tile::compile(*module, parsed, options);
   } catch (const std::exception &error) {
     TORCH_CHECK(false, "cannot compile ", spec.str(), " for ", target, ": ", error.what());

@@ -3,6 +3,7 @@
 // machine, and the PTX names its target.
 #include "TestKernels.h"
 #include "tile/Compiler/Compile.h"
+#include "ops/MatmulConfig.h"
 #include "tile/Target/GpuArch.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -250,6 +251,64 @@ TEST(GpuCodegen, KernelsThatCallNothingLinkNoLibrary) {
   Binary binary = compileVectorAdd("hip:gfx942", "f32");
   EXPECT_EQ(stage(binary, "llvm").find("__oclc_"), std::string::npos);
   EXPECT_EQ(stage(binary, "llvm").find("__ocml_"), std::string::npos);
+}
+
+} // namespace
+
+namespace {
+
+Binary compileMatmul(const std::string &target, const std::string &dtype, int64_t nonKDim) {
+  auto context = createContext();
+  auto module = ops::buildKernel(*context, tile::testing::matmulSpec("matmul", dtype, dtype, 128, 128, 32));
+  CompileOptions options;
+  options.keepStages = true;
+  options.numWarps = 8;
+  options.matrixInstrNonKDim = nonKDim;
+  return compile(*module, Target::parse(target), options);
+}
+
+int occurrences(const std::string &text, const std::string &what) {
+  int count = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+    ++count;
+  return count;
+}
+
+TEST(GpuCodegen, MatrixInstrNonKDimPicksTheMfmaShape) {
+  // 128 x 128 over 8 waves is 2 tiles of 32 x 32 per wave; BLOCK_K 32 is 4 steps of 8.
+  Binary f16 = compileMatmul("hip:gfx942", "f16", 32);
+  EXPECT_EQ(occurrences(stage(f16, "asm"), "v_mfma_f32_32x32x8_f16"), 8);
+  EXPECT_EQ(occurrences(stage(f16, "asm"), "v_mfma_f32_16x16"), 0);
+  EXPECT_EQ(f16.resources.scratchBytes, 0);
+  Binary f32 = compileMatmul("hip:gfx90a", "f32", 32);
+  EXPECT_EQ(occurrences(stage(f32, "asm"), "v_mfma_f32_32x32x2f32"), 32);
+  try {
+    compileMatmul("hip:gfx942", "f16", 24);
+    FAIL() << "expected a CompileError";
+  } catch (const CompileError &error) {
+    EXPECT_NE(std::string(error.what()).find("16 or 32"), std::string::npos) << error.what();
+  }
+}
+
+TEST(GpuCodegen, DefaultMatmulConfigsUseNoScratchOnAnyAmdArch) {
+  for (const char *arch : {"gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1201"})
+    for (const char *dtype : {"f16", "bf16", "f32", "i8"}) {
+      Target target = Target::parse(std::string("hip:") + arch);
+      auto config = ops::defaultMatmulConfig(target, 4096, 4096, 4096, dtype);
+      config["index_bits"] = 32;
+      std::string out = std::string(dtype) == "i8" ? "i32" : dtype;
+      auto context = createContext();
+      // leaky_relu has no int8 variant.
+      const char *op = std::string(dtype) == "i8" ? "matmul" : "matmul_leaky_relu";
+      auto module = ops::buildKernel(*context, {op, {dtype, out}, config});
+      CompileOptions options;
+      options.numWarps = config.at("num_warps");
+      options.matrixInstrNonKDim = config.at("matrix_instr_nonkdim");
+      Binary binary = compile(*module, target, options);
+      EXPECT_EQ(binary.resources.scratchBytes, 0) << arch << " " << dtype;
+      EXPECT_EQ(binary.resources.vgprSpills, 0) << arch << " " << dtype;
+      EXPECT_GE(binary.resources.wavesPerSimd, 1) << arch << " " << dtype;
+    }
 }
 
 } // namespace

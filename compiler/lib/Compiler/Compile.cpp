@@ -120,7 +120,7 @@ void compileForGpu(mlir::ModuleOp module, const Target &target, const CompileOpt
                        std::to_string(1024 / arch->waveSize) + ")");
 
   mlir::PassManager toGpu(context);
-  buildTileToGpuPipeline(toGpu, arch->name, options.numWarps);
+  buildTileToGpuPipeline(toGpu, arch->name, options.numWarps, options.matrixInstrNonKDim);
   if (mlir::failed(toGpu.run(module)))
     diagnostics.fail("lowering tile -> tile-gpu failed:");
   keep("tile-gpu", printed(module));

@@ -68,12 +68,13 @@ static void expandBf16(OpPassManager &pm) {
 }
 
 void ::tile::buildTileToGpuPipeline(OpPassManager &pm, const std::string &chipset,
-                                    int64_t numWarps) {
+                                    int64_t numWarps, int64_t matrixInstrNonKDim) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   mlir::tile::ConvertTileToGPUOptions options;
   options.chipset = chipset;
   options.numWarps = numWarps;
+  options.matrixInstrNonKDim = matrixInstrNonKDim;
   pm.addPass(mlir::tile::createConvertTileToGPU(options));
 }
 
@@ -118,6 +119,8 @@ struct GpuPipelineOptions : PassPipelineOptions<GpuPipelineOptions> {
                               llvm::cl::init("gfx942")};
   Option<int64_t> numWarps{*this, "num-warps", llvm::cl::desc("waves per workgroup"),
                            llvm::cl::init(4)};
+  Option<int64_t> matrixInstrNonKDim{*this, "matrix-instr-nonkdim",
+                                     llvm::cl::desc("MFMA tile edge, 16 or 32"), llvm::cl::init(16)};
 };
 } // namespace
 
@@ -128,7 +131,7 @@ void ::tile::registerTilePassesAndPipelines() {
                              buildCpuToLLVMPipeline);
   PassPipelineRegistration<GpuPipelineOptions>(
       "tile-to-gpu", "tile -> tile-gpu stage", [](OpPassManager &pm, const GpuPipelineOptions &o) {
-        buildTileToGpuPipeline(pm, o.chipset, o.numWarps);
+        buildTileToGpuPipeline(pm, o.chipset, o.numWarps, o.matrixInstrNonKDim);
       });
   PassPipelineRegistration<GpuPipelineOptions>(
       "tile-gpu-to-llvm", "tile-gpu -> llvm stage (ROCDL or NVVM by chipset)",

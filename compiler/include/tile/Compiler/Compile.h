@@ -29,6 +29,8 @@ struct CompileOptions {
   bool keepStages = false;
   /// GPU targets: waves (warps) per workgroup, the `num_warps` knob.
   int64_t numWarps = 4;
+  /// MFMA targets: the matrix_instr_nonkdim knob, 16 or 32.
+  int64_t matrixInstrNonKDim = 16;
 };
 
 /// The product of compile(): one kernel, ready for a launcher.

@@ -42,6 +42,8 @@ def ConvertTileToGPU : Pass<"convert-tile-to-gpu", "::mlir::ModuleOp"> {
            "GPU arch the kernel is compiled for (gfx90a, gfx942, gfx950, gfx1100, gfx1201, sm_80, sm_90)">,
     Option<"numWarps", "num-warps", "int64_t", /*default=*/"4",
            "waves (warps) per workgroup">,
+    Option<"matrixInstrNonKDim", "matrix-instr-nonkdim", "int64_t", /*default=*/"16",
+           "MFMA tile edge, 16 (v_mfma_*_16x16x*) or 32 (v_mfma_*_32x32x*)">,
   ];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::vector::VectorDialect",
                            "::mlir::scf::SCFDialect", "::mlir::gpu::GPUDialect",

@@ -32,16 +32,18 @@ Value isAligned(OpBuilder &b, Location loc, Value ptr, int64_t bytes);
 
 /// Where a lane's accumulator elements sit in one tile of the arch's matrix
 /// instruction (tileM x tileN): element j of lane l is at (row(l, j), col(l, j)).
-/// MFMA 16x16 (wave64): (4 * (l / 16) + j, l % 16), 4 per lane. WMMA gfx11 (wave32):
+/// MFMA 16x16 (wave64): (4 * (l / 16) + j, l % 16), 4 per lane; MFMA 32x32:
+/// (8 * (j / 4) + 4 * (l / 32) + j % 4, l % 32), 16 per lane. WMMA gfx11 (wave32):
 /// (2 * j + l / 16, l % 16), 8 per lane; gfx12: (8 * (l / 16) + j, l % 16). NVIDIA
 /// mma.sync m16n8: (l / 4 + 8 * (j / 2), 2 * (l % 4) + j % 2), 4 per lane.
 struct AccumulatorTile {
   int64_t tileM = 16, tileN = 16, perLane = 4;
-  enum class Kind { Mfma16, WmmaGfx11, WmmaGfx12, MmaM16N8 } kind = Kind::Mfma16;
+  enum class Kind { Mfma16, Mfma32, WmmaGfx11, WmmaGfx12, MmaM16N8 } kind = Kind::Mfma16;
   std::pair<Value, Value> coordinates(OpBuilder &b, Location loc, Value lane, int64_t j) const;
 };
 
-AccumulatorTile accumulatorTileFor(const ::tile::GpuArch &arch);
+/// `nonKDim` (the matrix_instr_nonkdim knob, 16 or 32) picks the MFMA shape.
+AccumulatorTile accumulatorTileFor(const ::tile::GpuArch &arch, int64_t nonKDim);
 
 /// How a 2-D block of R x C elements is spread: the arch's accumulator layout. The
 /// block is cut into tiles; waves form a warpsM x warpsN grid, each wave owns
@@ -58,6 +60,7 @@ struct MatrixLayout {
 struct Distribution {
   ::tile::GpuArch arch;
   int64_t numWarps = 4;
+  int64_t nonKDim = 16;
   int64_t threads = 0;
   int64_t accessElements = 1;
   Value threadId; // i32, at the top of the kernel

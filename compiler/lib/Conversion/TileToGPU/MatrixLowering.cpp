@@ -16,9 +16,14 @@ using namespace mlir;
 using namespace mlir::tile;
 using namespace mlir::tile::gpu_lowering;
 
-AccumulatorTile mlir::tile::gpu_lowering::accumulatorTileFor(const ::tile::GpuArch &arch) {
+AccumulatorTile mlir::tile::gpu_lowering::accumulatorTileFor(const ::tile::GpuArch &arch,
+                                                              int64_t nonKDim) {
   AccumulatorTile tile;
-  if (arch.matrixUnit == ::tile::MatrixUnit::Wmma) {
+  if (arch.matrixUnit == ::tile::MatrixUnit::Mfma && nonKDim == 32) {
+    tile.tileM = tile.tileN = 32;
+    tile.perLane = 16;
+    tile.kind = AccumulatorTile::Kind::Mfma32;
+  } else if (arch.matrixUnit == ::tile::MatrixUnit::Wmma) {
     tile.perLane = 8;
     tile.kind = arch.name.rfind("gfx11", 0) == 0 ? AccumulatorTile::Kind::WmmaGfx11
                                                   : AccumulatorTile::Kind::WmmaGfx12;
@@ -34,7 +39,7 @@ MatrixLayout Distribution::matrixOf(Type tensorType) const {
   MatrixLayout layout;
   layout.rows = type.getDimSize(0);
   layout.cols = type.getDimSize(1);
-  layout.tile = accumulatorTileFor(arch);
+  layout.tile = accumulatorTileFor(arch, nonKDim);
   int64_t tileM = layout.tile.tileM, tileN = layout.tile.tileN;
   // Split the waves over M first while each keeps whole tiles, then over N.
   while (layout.warpsM * layout.warpsN < numWarps) {
@@ -88,6 +93,8 @@ std::pair<Value, Value> AccumulatorTile::coordinates(OpBuilder &b, Location loc,
   switch (kind) {
   case Kind::Mfma16:
     return {add(mul(div(lane, 16), 4), j), rem(lane, 16)};
+  case Kind::Mfma32:
+    return {add(mul(div(lane, 32), 4), 8 * (j / 4) + j % 4), rem(lane, 32)};
   case Kind::WmmaGfx11:
     return {add(div(lane, 16), 2 * j), rem(lane, 16)};
   case Kind::WmmaGfx12:
@@ -382,21 +389,29 @@ std::optional<MatrixInstruction> matrixInstructionFor(const AccumulatorTile &til
   MatrixInstruction mi;
   Type f32 = Float32Type::get(input.getContext());
   switch (tile.kind) {
-  case AccumulatorTile::Kind::Mfma16: {
+  case AccumulatorTile::Kind::Mfma16:
+  case AccumulatorTile::Kind::Mfma32: {
     if (!f16 && !bf16 && !input.isF32())
       return std::nullopt;
+    // Lane l holds a[l % edge][groups of k by l / edge]: 4 groups of 16 lanes for the
+    // 16x16 shapes, 2 groups of 32 for the 32x32 ones.
+    bool wide = tile.kind == AccumulatorTile::Kind::Mfma32;
+    int64_t edge = wide ? 32 : 16, groups = 64 / edge;
     int64_t perLane = input.isF32() ? 1 : 4;
-    mi.tileK = perLane * 4;
+    mi.tileK = perLane * groups;
     mi.aPerLane = mi.bPerLane = perLane;
     mi.a = [=](OpBuilder &b, Location loc, Value lane, int64_t j) {
-      return std::pair{rem(b, loc, lane, 16), affine(b, loc, div(b, loc, lane, 16), perLane, j)};
+      return std::pair{rem(b, loc, lane, edge), affine(b, loc, div(b, loc, lane, edge), perLane, j)};
     };
     mi.b = [=](OpBuilder &b, Location loc, Value lane, int64_t j) {
-      return std::pair{affine(b, loc, div(b, loc, lane, 16), perLane, j), rem(b, loc, lane, 16)};
+      return std::pair{affine(b, loc, div(b, loc, lane, edge), perLane, j), rem(b, loc, lane, edge)};
     };
-    const char *name = f16    ? "llvm.amdgcn.mfma.f32.16x16x16f16"
-                       : bf16 ? "llvm.amdgcn.mfma.f32.16x16x16bf16.1k"
-                              : "llvm.amdgcn.mfma.f32.16x16x4f32";
+    const char *name = wide ? (f16    ? "llvm.amdgcn.mfma.f32.32x32x8f16"
+                               : bf16 ? "llvm.amdgcn.mfma.f32.32x32x8bf16.1k"
+                                      : "llvm.amdgcn.mfma.f32.32x32x2f32")
+                            : (f16    ? "llvm.amdgcn.mfma.f32.16x16x16f16"
+                               : bf16 ? "llvm.amdgcn.mfma.f32.16x16x16bf16.1k"
+                                      : "llvm.amdgcn.mfma.f32.16x16x4f32");
     mi.multiply = [=](OpBuilder &b, Location loc, Value a, Value bv, Value acc) {
       if (bf16) {
         a = bitcastElements(b, loc, a, b.getI16Type());

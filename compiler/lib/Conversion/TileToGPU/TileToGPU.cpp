@@ -368,6 +368,10 @@ struct ConvertTileToGPUPass : mlir::tile::impl::ConvertTileToGPUBase<ConvertTile
       module.emitError("unknown GPU chipset '") << chipset << "'";
       return signalPassFailure();
     }
+    if (matrixInstrNonKDim != 16 && matrixInstrNonKDim != 32) {
+      module.emitError("matrix_instr_nonkdim must be 16 or 32, got ") << matrixInstrNonKDim;
+      return signalPassFailure();
+    }
     SmallVector<func::FuncOp> kernels;
     for (auto func : module.getOps<func::FuncOp>())
       if (func->hasAttr(kKernelAttrName) && !func.isExternal())
@@ -385,6 +389,7 @@ struct ConvertTileToGPUPass : mlir::tile::impl::ConvertTileToGPUBase<ConvertTile
       Distribution dist;
       dist.arch = *arch;
       dist.numWarps = numWarps;
+      dist.nonKDim = matrixInstrNonKDim;
       dist.threads = threads;
       if (failed(checkDistributable(kernel, dist)))
         return signalPassFailure();
