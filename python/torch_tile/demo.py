@@ -29,7 +29,7 @@ def describe_gpu():
     if torch.cuda.is_available():
         name = torch.cuda.get_device_name(0)
         return (f"{name} found, but this build launches tile kernels on the CPU only "
-                "(GPU code generation and launch are later work); running on the CPU")
+                "(GPU kernels are compiled offline, not yet launched from torch); running on the CPU")
     return "none found; running on the CPU"
 
 
