@@ -148,7 +148,9 @@ class MatmulOnMatrixUnits : public ::testing::TestWithParam<MatrixCase> {};
 TEST_P(MatmulOnMatrixUnits, MatrixInstructionsOnOperandsStagedThroughLds) {
   MatrixCase c = GetParam();
   auto context = createContext();
-  auto spec = tile::testing::matmulSpec("matmul_leaky_relu", c.dtype, "f32", 128, 128, 32);
+  bool int8 = std::string(c.dtype) == "i8";
+  auto spec = int8 ? tile::testing::matmulSpec("matmul", "i8", "i32", 128, 128, 32)
+                   : tile::testing::matmulSpec("matmul_leaky_relu", c.dtype, "f32", 128, 128, 32);
   auto module = ops::buildKernel(*context, spec);
   CompileOptions options;
   options.keepStages = true;
@@ -162,7 +164,7 @@ TEST_P(MatmulOnMatrixUnits, MatrixInstructionsOnOperandsStagedThroughLds) {
   EXPECT_NE(isa.find(c.load16), std::string::npos) << "16-byte loads of a and b";
   EXPECT_NE(isa.find(c.store16), std::string::npos) << "16-byte LDS stores";
   EXPECT_NE(isa.find(c.barrier), std::string::npos);
-  int64_t bytes = std::string(c.dtype) == "f32" ? 4 : 2;
+  int64_t bytes = std::string(c.dtype) == "f32" ? 4 : int8 ? 1 : 2;
   EXPECT_EQ(binary.resources.ldsBytes, (128 * 32 + 32 * 128) * bytes);
   if (std::string(c.target).rfind("hip:", 0) == 0) {
     EXPECT_EQ(binary.resources.scratchBytes, 0);
@@ -180,20 +182,26 @@ INSTANTIATE_TEST_SUITE_P(
         MatrixCase{"hip:gfx90a", "f16", "v_mfma_f32_16x16x16f16", 16, kCdnaLoad, kCdnaLds, "s_barrier"},
         MatrixCase{"hip:gfx90a", "bf16", "v_mfma_f32_16x16x16bf16_1k", 16, kCdnaLoad, kCdnaLds, "s_barrier"},
         MatrixCase{"hip:gfx90a", "f32", "v_mfma_f32_16x16x4f32", 64, kCdnaLoad, kCdnaLds, "s_barrier"},
+        MatrixCase{"hip:gfx90a", "i8", "v_mfma_i32_16x16x16i8", 16, kCdnaLoad, kCdnaLds, "s_barrier"},
         MatrixCase{"hip:gfx942", "f16", "v_mfma_f32_16x16x16_f16", 16, kCdnaLoad, kCdnaLds, "s_barrier"},
         MatrixCase{"hip:gfx942", "bf16", "v_mfma_f32_16x16x16_bf16", 16, kCdnaLoad, kCdnaLds, "s_barrier"},
         MatrixCase{"hip:gfx942", "f32", "v_mfma_f32_16x16x4_f32", 64, kCdnaLoad, kCdnaLds, "s_barrier"},
+        MatrixCase{"hip:gfx942", "i8", "v_mfma_i32_16x16x32_i8", 8, kCdnaLoad, kCdnaLds, "s_barrier"},
         MatrixCase{"hip:gfx950", "f16", "v_mfma_f32_16x16x16_f16", 16, kCdnaLoad, kCdnaLds, "s_barrier"},
         MatrixCase{"hip:gfx950", "bf16", "v_mfma_f32_16x16x16_bf16", 16, kCdnaLoad, kCdnaLds, "s_barrier"},
         MatrixCase{"hip:gfx950", "f32", "v_mfma_f32_16x16x4_f32", 64, kCdnaLoad, kCdnaLds, "s_barrier"},
+        MatrixCase{"hip:gfx950", "i8", "v_mfma_i32_16x16x32_i8", 8, kCdnaLoad, kCdnaLds, "s_barrier"},
         MatrixCase{"hip:gfx1100", "f16", "v_wmma_f32_16x16x16_f16", 16, kRdnaLoad, kRdnaLds, "s_barrier"},
         MatrixCase{"hip:gfx1100", "bf16", "v_wmma_f32_16x16x16_bf16", 16, kRdnaLoad, kRdnaLds, "s_barrier"},
+        MatrixCase{"hip:gfx1100", "i8", "v_wmma_i32_16x16x16_iu8", 16, kRdnaLoad, kRdnaLds, "s_barrier"},
         MatrixCase{"hip:gfx1201", "f16", "v_wmma_f32_16x16x16_f16", 16, kRdnaLoad, kRdnaLds, "s_barrier"},
         MatrixCase{"hip:gfx1201", "bf16", "v_wmma_f32_16x16x16_bf16", 16, kRdnaLoad, kRdnaLds, "s_barrier"},
+        MatrixCase{"hip:gfx1201", "i8", "v_wmma_i32_16x16x16_iu8", 16, kRdnaLoad, kRdnaLds, "s_barrier"},
         MatrixCase{"cuda:sm_80", "f16", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", 32, kPtxLoad, kPtxLds, "bar.sync"},
         MatrixCase{"cuda:sm_80", "bf16", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", 32, kPtxLoad, kPtxLds, "bar.sync"},
         MatrixCase{"cuda:sm_90", "f16", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", 32, kPtxLoad, kPtxLds, "bar.sync"},
-        MatrixCase{"cuda:sm_90", "bf16", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", 32, kPtxLoad, kPtxLds, "bar.sync"}),
+        MatrixCase{"cuda:sm_90", "bf16", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", 32, kPtxLoad, kPtxLds, "bar.sync"},
+        MatrixCase{"cuda:sm_90", "i8", "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32", 16, kPtxLoad, kPtxLds, "bar.sync"}),
     [](const ::testing::TestParamInfo<MatrixCase> &info) {
       std::string name = std::string(info.param.target).substr(std::string(info.param.target).find(':') + 1);
       return name + "_" + info.param.dtype;

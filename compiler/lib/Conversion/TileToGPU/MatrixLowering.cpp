@@ -373,8 +373,14 @@ SmallVector<Value> pairsOf(OpBuilder &b, Location loc, Value v, bool asI32) {
   return pairs;
 }
 
-std::optional<MatrixInstruction> matrixInstructionFor(const AccumulatorTile &tile, Type input) {
-  bool f16 = input.isF16(), bf16 = input.isBF16();
+/// `bits`-wide scalar (or vector of i32 when `lanes` > 1) holding a fragment of i8.
+Value packBytes(OpBuilder &b, Location loc, Value bytes, Type packed) {
+  return LLVM::BitcastOp::create(b, loc, packed, bytes);
+}
+
+std::optional<MatrixInstruction> matrixInstructionFor(const AccumulatorTile &tile, Type input,
+                                                      StringRef arch) {
+  bool f16 = input.isF16(), bf16 = input.isBF16(), i8 = input.isInteger(8);
   auto c = [](OpBuilder &b, Location loc, int64_t v) { return i32Constant(b, loc, v); };
   auto div = [c](OpBuilder &b, Location loc, Value x, int64_t y) {
     return arith::DivUIOp::create(b, loc, x, c(b, loc, y)).getResult();
@@ -391,13 +397,15 @@ std::optional<MatrixInstruction> matrixInstructionFor(const AccumulatorTile &til
   switch (tile.kind) {
   case AccumulatorTile::Kind::Mfma16:
   case AccumulatorTile::Kind::Mfma32: {
-    if (!f16 && !bf16 && !input.isF32())
+    if (!f16 && !bf16 && !i8 && !input.isF32())
       return std::nullopt;
     // Lane l holds a[l % edge][groups of k by l / edge]: 4 groups of 16 lanes for the
     // 16x16 shapes, 2 groups of 32 for the 32x32 ones.
     bool wide = tile.kind == AccumulatorTile::Kind::Mfma32;
     int64_t edge = wide ? 32 : 16, groups = 64 / edge;
-    int64_t perLane = input.isF32() ? 1 : 4;
+    // int8: 4 bytes per lane (one VGPR) on gfx90a, 8 (two) on gfx942 and later.
+    bool i8Pairs = i8 && arch != "gfx90a";
+    int64_t perLane = input.isF32() ? 1 : i8Pairs ? 8 : 4;
     mi.tileK = perLane * groups;
     mi.aPerLane = mi.bPerLane = perLane;
     mi.a = [=](OpBuilder &b, Location loc, Value lane, int64_t j) {
@@ -406,16 +414,22 @@ std::optional<MatrixInstruction> matrixInstructionFor(const AccumulatorTile &til
     mi.b = [=](OpBuilder &b, Location loc, Value lane, int64_t j) {
       return std::pair{affine(b, loc, div(b, loc, lane, edge), perLane, j), rem(b, loc, lane, edge)};
     };
-    const char *name = wide ? (f16    ? "llvm.amdgcn.mfma.f32.32x32x8f16"
-                               : bf16 ? "llvm.amdgcn.mfma.f32.32x32x8bf16.1k"
-                                      : "llvm.amdgcn.mfma.f32.32x32x2f32")
-                            : (f16    ? "llvm.amdgcn.mfma.f32.16x16x16f16"
-                               : bf16 ? "llvm.amdgcn.mfma.f32.16x16x16bf16.1k"
-                                      : "llvm.amdgcn.mfma.f32.16x16x4f32");
+    std::string name;
+    if (i8)
+      name = std::string("llvm.amdgcn.mfma.i32.") +
+             (wide ? (i8Pairs ? "32x32x16.i8" : "32x32x8i8") : (i8Pairs ? "16x16x32.i8" : "16x16x16i8"));
+    else
+      name = std::string("llvm.amdgcn.mfma.f32.") +
+             (wide ? (f16 ? "32x32x8f16" : bf16 ? "32x32x8bf16.1k" : "32x32x2f32")
+                   : (f16 ? "16x16x16f16" : bf16 ? "16x16x16bf16.1k" : "16x16x4f32"));
     mi.multiply = [=](OpBuilder &b, Location loc, Value a, Value bv, Value acc) {
       if (bf16) {
         a = bitcastElements(b, loc, a, b.getI16Type());
         bv = bitcastElements(b, loc, bv, b.getI16Type());
+      } else if (i8) {
+        Type packed = b.getIntegerType(perLane * 8);
+        a = packBytes(b, loc, a, packed);
+        bv = packBytes(b, loc, bv, packed);
       }
       Value zero = LLVM::ConstantOp::create(b, loc, b.getI32Type(), 0);
       return callIntrinsic(b, loc, acc.getType(), name, {a, bv, acc, zero, zero, zero});
@@ -424,7 +438,7 @@ std::optional<MatrixInstruction> matrixInstructionFor(const AccumulatorTile &til
   }
   case AccumulatorTile::Kind::WmmaGfx11:
   case AccumulatorTile::Kind::WmmaGfx12: {
-    if (!f16 && !bf16)
+    if (!f16 && !bf16 && !i8)
       return std::nullopt;
     bool gfx11 = tile.kind == AccumulatorTile::Kind::WmmaGfx11;
     // gfx11: every lane holds all 16 k of its row (lanes 16..31 repeat 0..15); gfx12:
@@ -441,6 +455,14 @@ std::optional<MatrixInstruction> matrixInstructionFor(const AccumulatorTile &til
       return std::pair{k, rem(b, loc, lane, 16)};
     };
     mi.multiply = [=](OpBuilder &b, Location loc, Value a, Value bv, Value acc) {
+      if (i8) {
+        // Bytes travel packed in i32s; both operands signed, no clamping.
+        auto packed = VectorType::get({perLane / 4}, b.getI32Type());
+        Value yes = LLVM::ConstantOp::create(b, loc, b.getI1Type(), 1);
+        Value no = LLVM::ConstantOp::create(b, loc, b.getI1Type(), 0);
+        return callIntrinsic(b, loc, acc.getType(), "llvm.amdgcn.wmma.i32.16x16x16.iu8",
+                             {yes, packBytes(b, loc, a, packed), yes, packBytes(b, loc, bv, packed), acc, no});
+      }
       if (bf16) {
         a = bitcastElements(b, loc, a, b.getI16Type());
         bv = bitcastElements(b, loc, bv, b.getI16Type());
@@ -452,6 +474,41 @@ std::optional<MatrixInstruction> matrixInstructionFor(const AccumulatorTile &til
     return mi;
   }
   case AccumulatorTile::Kind::MmaM16N8: {
+    if (i8) {
+      // mma.sync.m16n8k32 s8: 16 bytes of a and 8 of b per lane, in i32 registers.
+      mi.tileK = 32;
+      mi.aPerLane = 16;
+      mi.bPerLane = 8;
+      mi.a = [=](OpBuilder &b, Location loc, Value lane, int64_t j) {
+        Value row = affine(b, loc, div(b, loc, lane, 4), 1, 8 * ((j / 4) % 2));
+        Value k = affine(b, loc, rem(b, loc, lane, 4), 4, j % 4 + 16 * (j / 8));
+        return std::pair{row, k};
+      };
+      mi.b = [=](OpBuilder &b, Location loc, Value lane, int64_t j) {
+        Value k = affine(b, loc, rem(b, loc, lane, 4), 4, j % 4 + 16 * (j / 4));
+        return std::pair{k, div(b, loc, lane, 4)};
+      };
+      mi.multiply = [=](OpBuilder &b, Location loc, Value a, Value bv, Value acc) {
+        SmallVector<Value> args;
+        for (Value fragment : {a, bv}) {
+          int64_t words = cast<VectorType>(fragment.getType()).getDimSize(0) / 4;
+          Value packed = packBytes(b, loc, fragment, VectorType::get({words}, b.getI32Type()));
+          for (int64_t w = 0; w < words; ++w)
+            args.push_back(vector::ExtractOp::create(b, loc, packed, ArrayRef<int64_t>{w}));
+        }
+        for (int64_t i = 0; i < 4; ++i)
+          args.push_back(vector::ExtractOp::create(b, loc, acc, ArrayRef<int64_t>{i}));
+        Type i32 = b.getI32Type();
+        auto resultType = LLVM::LLVMStructType::getLiteral(b.getContext(), {i32, i32, i32, i32});
+        Value d = callIntrinsic(b, loc, resultType, "llvm.nvvm.mma.m16n8k32.row.col.s8", args);
+        Value result = acc;
+        for (int64_t i = 0; i < 4; ++i)
+          result = vector::InsertOp::create(b, loc, LLVM::ExtractValueOp::create(b, loc, d, i), result,
+                                            ArrayRef<int64_t>{i});
+        return result;
+      };
+      return mi;
+    }
     if (!f16 && !bf16)
       return std::nullopt;
     // mma.sync.m16n8k16 row.col: lane l is in group l / 4 at position l % 4.
@@ -511,7 +568,7 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
                           "bounds masks (as blocked matmuls load them)");
     MatrixLayout layout = dist.matrixOf(op.getType());
     int64_t m = aType.getDimSize(0), k = aType.getDimSize(1), n = bType.getDimSize(1);
-    auto instruction = matrixInstructionFor(layout.tile, input);
+    auto instruction = matrixInstructionFor(layout.tile, input, dist.arch.name);
     if (instruction && k % instruction->tileK != 0)
       instruction.reset();
     if (!layout.fits)
