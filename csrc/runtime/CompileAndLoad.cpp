@@ -1,6 +1,7 @@
 #include "runtime/CompileAndLoad.h"
 
 #include "runtime/CpuJit.h"
+#include "runtime/DiskCache.h"
 #include "runtime/KernelKey.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -22,7 +23,14 @@ runtime::compileAndLoad(const ops::KernelSpec &spec, const Target &target) {
   auto kernel = std::make_shared<LoadedKernel>();
   kernel->key = kernelKey(spec, target, tileIr);
   kernel->spec = spec.str();
-  kernel->binary = compile(*module, target);
+  DiskCache &disk = DiskCache::global();
+  if (auto cached = disk.load(kernel->key, target)) {
+    kernel->binary = std::move(*cached);
+    kernel->fromDisk = true;
+  } else {
+    kernel->binary = compile(*module, target);
+    disk.store(kernel->key, kernel->binary);
+  }
   if (target.kind != TargetKind::Cpu)
     throw CompileError("no launcher for " + target.str() + " in this build");
   kernel->cpuEntry = loadCpuObject(kernel->binary, kernel->key);

@@ -19,7 +19,8 @@ struct LoadedKernel {
   std::string key;  ///< kernelKey(): sha256 hex
   std::string spec; ///< KernelSpec::str(), for messages
   Binary binary;
-  double compileMs = 0;
+  double compileMs = 0; ///< time to get the binary: compile, or read from the disk cache
+  bool fromDisk = false; ///< the binary came from the disk cache
   CpuEntry cpuEntry = nullptr;
 };
 

@@ -151,7 +151,9 @@ def main(argv=None):
 
     all_ok &= run_matmul(args.matmul_size, max(3, args.repeats // 10))
 
-    print("\nfirst call = compile (tile IR -> MLIR passes -> LLVM -> x86 object -> ORC JIT) + run;")
+    print("\nfirst call = compile (tile IR -> MLIR passes -> LLVM -> x86 object -> ORC JIT) + run,")
+    print(f"             or a load from the disk cache {runtime.cache_dir()} "
+          f"({runtime.cache_stats()['disk_loads']} loaded this run);")
     print("tile/torch = torch time / tile time per call (above 1: tile is faster).")
     print("parity OK" if all_ok else "parity FAILED")
     return 0 if all_ok else 1

@@ -11,7 +11,11 @@ def host_target() -> str:
 
 
 def cache_stats() -> dict:
-    """In-memory kernel cache counters: ``{"hits": int, "misses": int}``."""
+    """Kernel cache counters: ``{"hits": int, "misses": int, "disk_loads": int}``.
+
+    ``hits`` are calls served from memory; each miss compiled a kernel or read it from the
+    disk cache (``disk_loads`` counts those).
+    """
     return json.loads(torch.ops.tile_runtime.cache_stats())
 
 
@@ -22,3 +26,8 @@ def clear_cache() -> None:
 
 def compiler_version() -> str:
     return torch.ops.tile_runtime.compiler_version()
+
+
+def cache_dir() -> str:
+    """The disk cache folder: ``$TILE_CACHE_DIR``, else ``~/.cache/torch_tile``."""
+    return torch.ops.tile_runtime.cache_dir()

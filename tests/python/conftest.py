@@ -1,9 +1,14 @@
+import os
+import tempfile
 import zlib
 
 import pytest
 import torch
 
-import torch_tile  # noqa: F401  (registers torch.ops.tile)
+# Kernels compiled by the tests go to a folder of this run, not the user's cache.
+os.environ["TILE_CACHE_DIR"] = tempfile.mkdtemp(prefix="torch-tile-test-cache-")
+
+import torch_tile  # noqa: E402,F401  (registers torch.ops.tile)
 
 
 @pytest.fixture(autouse=True)

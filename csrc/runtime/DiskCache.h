@@ -1,0 +1,59 @@
+#ifndef TILE_RUNTIME_DISKCACHE_H
+#define TILE_RUNTIME_DISKCACHE_H
+
+#include "tile/Compiler/Compile.h"
+
+#include <atomic>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+
+namespace tile::runtime {
+
+/// Compiled kernels on disk, one folder per target and key:
+///   <root>/<target>/<key>/{binary, meta.json}
+/// An entry is written into a private temporary folder and renamed into place, so a
+/// reader sees a whole entry or none; two processes storing the same key both succeed.
+/// On read it is validated (owner, permissions, key, target, size, sha256) and a
+/// truncated, corrupt or foreign entry is removed and reported as a miss. Loading a
+/// binary runs its code, so the root is created 0700 and entries that another user owns
+/// or that others can write are never loaded.
+class DiskCache {
+public:
+  /// `root` empty: no disk cache (every lookup misses, stores do nothing).
+  explicit DiskCache(std::string root);
+
+  /// $TILE_CACHE_DIR, else $XDG_CACHE_HOME/torch_tile, else ~/.cache/torch_tile.
+  static std::string defaultRoot();
+  /// The process-wide cache at defaultRoot().
+  static DiskCache &global();
+
+  std::optional<Binary> load(const std::string &key, const Target &target);
+  void store(const std::string &key, const Binary &binary);
+
+  const std::string &root() const { return root_; }
+  /// False once the root proved unwritable (stores are skipped from then on).
+  bool writable() const;
+  /// Binaries loaded from disk so far.
+  int64_t loads() const { return loads_; }
+
+  /// Where warnings go (once per kind of problem): stderr, as "torch-tile: warning: ...",
+  /// unless a test captures them.
+  static void setWarningHandler(std::function<void(const std::string &)> handler);
+
+private:
+  std::string entryPath(const std::string &key, const Target &target) const;
+  void warnOnce(const std::string &kind, const std::string &message);
+  void removeEntry(const std::string &path);
+
+  std::string root_;
+  mutable std::mutex mutex_;
+  bool writable_ = true;
+  std::atomic<int64_t> loads_{0};
+  std::vector<std::string> warned_;
+};
+
+} // namespace tile::runtime
+
+#endif
