@@ -1,0 +1,41 @@
+#ifndef TILE_RUNTIME_GPUDRIVER_H
+#define TILE_RUNTIME_GPUDRIVER_H
+
+#include <string>
+#include <vector>
+
+namespace tile::runtime {
+
+/// The few driver entry points a GPU launcher needs, as a table: HIP's hipModule* and
+/// CUDA's cuModule* calls have the same shapes, and tests substitute a fake table.
+/// Handles are opaque pointers; every call returns the driver's status (0 = success).
+struct GpuDriver {
+  std::string name; ///< "HIP" or "CUDA"
+  std::string path; ///< the library it was loaded from
+  int (*moduleLoadData)(void **module, const void *image) = nullptr;
+  int (*moduleGetFunction)(void **function, void *module, const char *name) = nullptr;
+  int (*launchKernel)(void *function, unsigned gridX, unsigned gridY, unsigned gridZ,
+                      unsigned blockX, unsigned blockY, unsigned blockZ, unsigned sharedBytes,
+                      void *stream, void **params, void **extra) = nullptr;
+  /// The driver's text for a status.
+  std::string (*describe)(const GpuDriver &driver, int status) = nullptr;
+  void *library = nullptr; ///< dlopen handle, kept for describe()
+};
+
+/// Loads libamdhip64 by dlopen, trying $TILE_LIBHIP_PATH, then the loader's search path,
+/// torch's own lib folder (`torchLibDir`, may be empty) and /opt/rocm/lib. Throws
+/// std::runtime_error naming every place it looked and why each failed.
+const GpuDriver &hipDriver(const std::string &torchLibDir = "");
+
+/// The HIP table from the first of `candidates` that loads (not cached).
+GpuDriver loadHipDriver(const std::vector<std::string> &candidates);
+
+/// Loads libcuda.so.1 by dlopen; throws like hipDriver().
+const GpuDriver &cudaDriver();
+
+/// The candidates hipDriver() tries, in order (for messages and `python -m torch_tile env`).
+std::vector<std::string> hipLibraryCandidates(const std::string &torchLibDir);
+
+} // namespace tile::runtime
+
+#endif

@@ -1,0 +1,51 @@
+#include "runtime/GpuLauncher.h"
+
+#include <stdexcept>
+
+using namespace tile;
+using namespace tile::runtime;
+
+void GpuLauncher::fail(const std::string &what, const LoadedKernel &kernel, int status) const {
+  throw std::runtime_error(driver_.name + " " + what + " failed for kernel " + kernel.spec +
+                           ": " + (driver_.describe ? driver_.describe(driver_, status)
+                                                    : "status " + std::to_string(status)));
+}
+
+void *GpuLauncher::functionFor(const LoadedKernel &kernel, int device) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto found = functions_.find({kernel.key, device});
+  if (found != functions_.end())
+    return found->second;
+  void *module = nullptr, *function = nullptr;
+  // PTX is text and the driver reads it up to its terminating NUL.
+  std::string image = kernel.binary.object;
+  if (kernel.binary.target.kind == TargetKind::Cuda)
+    image.push_back('\0');
+  if (int status = driver_.moduleLoadData(&module, image.data()))
+    fail("module load", kernel, status);
+  if (int status = driver_.moduleGetFunction(&function, module, kernel.binary.entrySymbol.c_str()))
+    fail("lookup of " + kernel.binary.entrySymbol, kernel, status);
+  functions_[{kernel.key, device}] = function;
+  return function;
+}
+
+void GpuLauncher::launch(const LoadedKernel &kernel, const Target &deviceTarget, int device,
+                         void **args, Grid grid, void *stream) {
+  const Target &built = kernel.binary.target;
+  if (built.kind != deviceTarget.kind || built.arch != deviceTarget.arch ||
+      (built.kind == TargetKind::Hip && !built.features.empty() &&
+       built.features != deviceTarget.features))
+    throw std::runtime_error("kernel " + kernel.spec + " was compiled for " + built.str() +
+                             " but device " + std::to_string(device) + " is " +
+                             deviceTarget.str() + "; not loading it (set TILE_TARGET only to "
+                             "the device's own target)");
+  if (grid.count() == 0)
+    return;
+  if (kernel.binary.blockThreads <= 0)
+    throw std::runtime_error("kernel " + kernel.spec + " has no workgroup size");
+  void *function = functionFor(kernel, device);
+  if (int status = driver_.launchKernel(function, unsigned(grid.x), unsigned(grid.y),
+                                        unsigned(grid.z), unsigned(kernel.binary.blockThreads), 1, 1,
+                                        0, stream, args, nullptr))
+    fail("launch", kernel, status);
+}
