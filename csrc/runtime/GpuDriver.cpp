@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <dlfcn.h>
+#include <link.h>
 #include <mutex>
 #include <stdexcept>
 
@@ -37,7 +38,11 @@ void *openFirst(const std::vector<std::string> &candidates, const char *what, st
   std::string tried;
   for (const auto &candidate : candidates) {
     if (void *library = ::dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL)) {
-      path = candidate;
+      // The file the loader resolved the name to, for messages and `torch_tile env`.
+      struct link_map *map = nullptr;
+      path = ::dlinfo(library, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name && *map->l_name
+                 ? map->l_name
+                 : candidate;
       return library;
     }
     const char *error = ::dlerror();

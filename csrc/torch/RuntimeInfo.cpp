@@ -1,5 +1,6 @@
 // tile_runtime::* ops: what the runtime knows, for the Python package and the demo.
 #include "runtime/DiskCache.h"
+#include "runtime/GpuDriver.h"
 #include "runtime/KernelCache.h"
 #include "tile/Compiler/Compile.h"
 
@@ -23,6 +24,19 @@ std::string cacheStats() {
 
 std::string cacheDir() { return tile::runtime::DiskCache::global().root(); }
 
+/// "<library path>" when the driver loads, else "error: <where it looked and why>".
+std::string driverStatus(std::string driver, std::string torchLibDir) {
+  try {
+    if (driver == "hip")
+      return tile::runtime::hipDriver(torchLibDir).path;
+    if (driver == "cuda")
+      return tile::runtime::cudaDriver().path;
+  } catch (const std::exception &error) {
+    return std::string("error: ") + error.what();
+  }
+  TORCH_CHECK(false, "driver_status: no driver named '", driver, "' (hip, cuda)");
+}
+
 
 void clearCache() { tile::runtime::KernelCache::global().clear(); }
 
@@ -36,4 +50,5 @@ TORCH_LIBRARY(tile_runtime, m) {
   m.def("clear_cache() -> ()", clearCache);
   m.def("compiler_version() -> str", compilerVersion);
   m.def("cache_dir() -> str", cacheDir);
+  m.def("driver_status(str driver, str torch_lib_dir) -> str", driverStatus);
 }

@@ -1,4 +1,6 @@
 """`python -m torch_tile compile`: compile an op for any target, no GPU needed.
+`python -m torch_tile env`: what this machine has for torch-tile (versions, devices and
+their targets, GPU driver libraries, the kernel cache).
 
     python -m torch_tile compile --op matmul --dtype float16 --target hip:gfx942 \\
         [--out-dtype float32] [--config '{"BLOCK_M": 128, ...}'] \\
@@ -93,9 +95,61 @@ def compile_command(args):
     return 0
 
 
+def device_targets():
+    """The tile target of each visible GPU: hip:<gcnArchName> on ROCm (features kept),
+    cuda:sm_<major><minor> on CUDA."""
+    targets = []
+    if not torch.cuda.is_available():
+        return targets
+    for index in range(torch.cuda.device_count()):
+        props = torch.cuda.get_device_properties(index)
+        if torch.version.hip:
+            target = f"hip:{props.gcnArchName}"
+        else:
+            target = f"cuda:sm_{props.major}{props.minor}"
+        targets.append((index, props.name, target))
+    return targets
+
+
+def folder_size(path):
+    total, files = 0, 0
+    for folder, _, names in os.walk(path):
+        for name in names:
+            try:
+                total += os.path.getsize(os.path.join(folder, name))
+                files += 1
+            except OSError:
+                pass
+    return total, files
+
+
+def env_command(_args):
+    torch_lib = os.path.join(os.path.dirname(torch.__file__), "lib")
+    print(f"torch-tile      : {runtime.compiler_version()}")
+    print(f"torch           : {torch.__version__} (HIP {torch.version.hip or '-'}, "
+          f"CUDA {torch.version.cuda or '-'})")
+    print(f"host target     : {runtime.host_target()}")
+    targets = device_targets()
+    if not targets:
+        print("GPUs            : none visible to torch")
+    for index, name, target in targets:
+        print(f"GPU {index}           : {name}, target {target}")
+    if os.environ.get("TILE_TARGET"):
+        print(f"TILE_TARGET     : {os.environ['TILE_TARGET']} (overrides detection)")
+    for driver in ("hip", "cuda"):
+        status = torch.ops.tile_runtime.driver_status(driver, torch_lib)
+        label = "HIP runtime" if driver == "hip" else "CUDA driver"
+        print(f"{label:<16}: {status.replace(chr(10), chr(10) + ' ' * 18)}")
+    cache = runtime.cache_dir()
+    size, files = folder_size(cache) if cache and os.path.isdir(cache) else (0, 0)
+    print(f"kernel cache    : {cache or '(none)'} ({files} files, {size / 1e6:.1f} MB)")
+    return 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m torch_tile", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("env", help="what this machine has for torch-tile")
     compile_parser = commands.add_parser("compile", help="compile one kernel to files")
     compile_parser.add_argument("--op", required=True, choices=OPS)
     compile_parser.add_argument("--dtype", required=True, choices=[d for d in DTYPES if d != "int32"])
@@ -106,6 +160,8 @@ def main(argv=None):
     compile_parser.add_argument("--emit", nargs="+", choices=STAGES, required=True)
     compile_parser.add_argument("--out", required=True, help="folder for the files")
     args = parser.parse_args(argv)
+    if args.command == "env":
+        return env_command(args)
     if args.target is None:
         args.target = runtime.host_target()
     return compile_command(args)

@@ -3,9 +3,12 @@
 Nothing here runs a kernel on a GPU; the HSACO and PTX are checked as files.
 """
 
+import os
 import struct
 import subprocess
 import sys
+
+import torch
 
 import pytest
 
@@ -79,3 +82,19 @@ def test_int8_matmul_needs_an_out_dtype(tmp_path):
     result = run_cli("--op", "matmul", "--dtype", "int8", "--emit", "tile", "--out", str(tmp_path))
     assert result.returncode != 0
     assert "--out-dtype int32" in result.stderr
+
+
+def test_env_reports_versions_targets_drivers_and_cache(tmp_path):
+    env = dict(os.environ, TILE_CACHE_DIR=str(tmp_path / "cache"))
+    result = subprocess.run([sys.executable, "-m", "torch_tile", "env"], capture_output=True,
+                            text=True, timeout=120, env=env)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert f"torch           : {torch.__version__}" in out
+    assert "host target     : cpu:" in out
+    assert "HIP runtime     : " in out and "CUDA driver     : " in out
+    # Each driver line names the library it loaded or every place it looked.
+    for line in out.splitlines():
+        if line.startswith(("HIP runtime", "CUDA driver")):
+            assert "/" in line or "tried:" in line, line
+    assert f"kernel cache    : {tmp_path / 'cache'}" in out
