@@ -1,0 +1,116 @@
+"""First-call latency and per-call overhead of the tile ops, against torch's own ops.
+
+For each op, in fresh processes:
+  cold  : first call with an empty kernel cache (build the tile IR, compile, load, run);
+  warm  : first call of a new process whose disk cache holds the kernel (read, load, run);
+and in this process, after warm-up, the steady per-call time on tiny inputs, where the
+host-side overhead dominates, against the matching torch op on the same inputs.
+
+    python benchmarks/bench_compile.py [--device cpu|cuda] [--repeats 3]
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import median_seconds, write_results  # noqa: E402
+
+import torch_tile  # noqa: E402,F401
+
+# One call in a new process, timed around the op alone (import and inputs excluded).
+CHILD = r"""
+import json, sys, time, torch
+import torch_tile
+op, device = sys.argv[1], sys.argv[2]
+if op == "vector_add":
+    a, b = torch.randn(4096, device=device), torch.randn(4096, device=device)
+    call = lambda: torch.ops.tile.vector_add(a, b)
+else:
+    a, b = torch.randn(64, 64, device=device), torch.randn(64, 64, device=device)
+    call = (lambda: torch.ops.tile.matmul(a, b)) if op == "matmul" else (
+        lambda: torch.ops.tile.matmul_leaky_relu(a, b, 0.01))
+sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+sync()
+start = time.perf_counter()
+call()
+sync()
+print(json.dumps({"seconds": time.perf_counter() - start,
+                  "disk_loads": torch_tile.runtime.cache_stats()["disk_loads"]}))
+"""
+
+OPS = ["vector_add", "matmul", "matmul_leaky_relu"]
+
+
+def first_call(op, device, cache_dir):
+    env = dict(os.environ, TILE_CACHE_DIR=cache_dir)
+    out = subprocess.run([sys.executable, "-c", CHILD, op, device], env=env, check=True,
+                         capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def steady_call(op, device):
+    """(tile seconds, torch seconds) per call on tiny inputs."""
+    if op == "vector_add":
+        a, b = torch.randn(16, device=device), torch.randn(16, device=device)
+        tile, ref = (lambda: torch.ops.tile.vector_add(a, b)), (lambda: torch.add(a, b))
+    else:
+        a, b = torch.randn(8, 8, device=device), torch.randn(8, 8, device=device)
+        if op == "matmul":
+            tile, ref = (lambda: torch.ops.tile.matmul(a, b)), (lambda: torch.matmul(a, b))
+        else:
+            tile = lambda: torch.ops.tile.matmul_leaky_relu(a, b, 0.01)  # noqa: E731
+            ref = lambda: torch.nn.functional.leaky_relu(torch.matmul(a, b), 0.01)  # noqa: E731
+    dev = torch.device(device)
+    return median_seconds(tile, dev, 200, 0.3), median_seconds(ref, dev, 200, 0.3)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--repeats", type=int, default=3, help="fresh processes per measure")
+    args = parser.parse_args()
+
+    rows = []
+    print(f"{'op':<18} {'cold first call':>16} {'warm-disk first':>16} "
+          f"{'tile per call':>14} {'torch per call':>15} {'time ratio':>10}")
+    for op in OPS:
+        cold, warm = [], []
+        for _ in range(args.repeats):
+            with tempfile.TemporaryDirectory() as cache:
+                cold.append(first_call(op, args.device, cache)["seconds"])
+                result = first_call(op, args.device, cache)
+                assert result["disk_loads"] == 1, result
+                warm.append(result["seconds"])
+        tile_s, torch_s = steady_call(op, args.device)
+        row = {"op": op, "cold_first_call_ms": statistics.median(cold) * 1e3,
+               "warm_disk_first_call_ms": statistics.median(warm) * 1e3,
+               "tile_per_call_us": tile_s * 1e6, "torch_per_call_us": torch_s * 1e6}
+        rows.append(row)
+        print(f"{op:<18} {row['cold_first_call_ms']:>13.1f} ms {row['warm_disk_first_call_ms']:>13.1f} ms "
+              f"{row['tile_per_call_us']:>11.1f} us {row['torch_per_call_us']:>12.1f} us "
+              f"{tile_s / torch_s:>9.2f}x")
+    print("cold/warm: median of fresh processes; per call: tiny inputs, median of many calls;")
+    print("time ratio = tile time / torch time per call (above 1: tile has more overhead).")
+
+    def plot(axis):
+        xs = range(len(rows))
+        axis.bar([x - 0.2 for x in xs], [r["cold_first_call_ms"] for r in rows], 0.4, label="cold first call")
+        axis.bar([x + 0.2 for x in xs], [r["warm_disk_first_call_ms"] for r in rows], 0.4,
+                 label="warm-disk first call")
+        axis.set_xticks(list(xs), [r["op"] for r in rows])
+        axis.set_ylabel("ms")
+
+    path = write_results(f"bench_compile_{args.device}", torch.device(args.device), rows, plot)
+    print(f"wrote {path} and {path.with_suffix('.png').name}")
+
+
+if __name__ == "__main__":
+    main()
