@@ -373,7 +373,22 @@ SmallVector<Value> pairsOf(OpBuilder &b, Location loc, Value v, bool asI32) {
   return pairs;
 }
 
-/// `bits`-wide scalar (or vector of i32 when `lanes` > 1) holding a fragment of i8.
+/// An mma.sync call: the a and b registers in `args`, then the 4 accumulator elements;
+/// its 4-field result struct back into a vector like `acc`.
+Value mmaSync(OpBuilder &b, Location loc, StringRef name, SmallVector<Value> args, Value acc) {
+  for (int64_t i = 0; i < 4; ++i)
+    args.push_back(vector::ExtractOp::create(b, loc, acc, ArrayRef<int64_t>{i}));
+  Type element = cast<VectorType>(acc.getType()).getElementType();
+  auto resultType = LLVM::LLVMStructType::getLiteral(b.getContext(), {element, element, element, element});
+  Value d = callIntrinsic(b, loc, resultType, name, args);
+  Value result = acc;
+  for (int64_t i = 0; i < 4; ++i)
+    result = vector::InsertOp::create(b, loc, LLVM::ExtractValueOp::create(b, loc, d, i), result,
+                                      ArrayRef<int64_t>{i});
+  return result;
+}
+
+/// The bytes of an i8 fragment as one `packed` value (an integer or a vector of i32).
 Value packBytes(OpBuilder &b, Location loc, Value bytes, Type packed) {
   return LLVM::BitcastOp::create(b, loc, packed, bytes);
 }
@@ -393,7 +408,6 @@ std::optional<MatrixInstruction> matrixInstructionFor(const AccumulatorTile &til
     return arith::AddIOp::create(b, loc, scaled, c(b, loc, offset)).getResult();
   };
   MatrixInstruction mi;
-  Type f32 = Float32Type::get(input.getContext());
   switch (tile.kind) {
   case AccumulatorTile::Kind::Mfma16:
   case AccumulatorTile::Kind::Mfma32: {
@@ -496,16 +510,7 @@ std::optional<MatrixInstruction> matrixInstructionFor(const AccumulatorTile &til
           for (int64_t w = 0; w < words; ++w)
             args.push_back(vector::ExtractOp::create(b, loc, packed, ArrayRef<int64_t>{w}));
         }
-        for (int64_t i = 0; i < 4; ++i)
-          args.push_back(vector::ExtractOp::create(b, loc, acc, ArrayRef<int64_t>{i}));
-        Type i32 = b.getI32Type();
-        auto resultType = LLVM::LLVMStructType::getLiteral(b.getContext(), {i32, i32, i32, i32});
-        Value d = callIntrinsic(b, loc, resultType, "llvm.nvvm.mma.m16n8k32.row.col.s8", args);
-        Value result = acc;
-        for (int64_t i = 0; i < 4; ++i)
-          result = vector::InsertOp::create(b, loc, LLVM::ExtractValueOp::create(b, loc, d, i), result,
-                                            ArrayRef<int64_t>{i});
-        return result;
+        return mmaSync(b, loc, "llvm.nvvm.mma.m16n8k32.row.col.s8", args, acc);
       };
       return mi;
     }
@@ -527,18 +532,9 @@ std::optional<MatrixInstruction> matrixInstructionFor(const AccumulatorTile &til
     mi.multiply = [=](OpBuilder &b, Location loc, Value a, Value bv, Value acc) {
       SmallVector<Value> args = pairsOf(b, loc, a, bf16);
       args.append(pairsOf(b, loc, bv, bf16));
-      for (int64_t i = 0; i < 4; ++i)
-        args.push_back(vector::ExtractOp::create(b, loc, acc, ArrayRef<int64_t>{i}));
-      auto resultType = LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
-      Value d = callIntrinsic(b, loc, resultType,
-                              bf16 ? "llvm.nvvm.mma.m16n8k16.row.col.bf16"
-                                   : "llvm.nvvm.mma.m16n8k16.row.col.f32.f32",
-                              args);
-      Value result = acc;
-      for (int64_t i = 0; i < 4; ++i)
-        result = vector::InsertOp::create(b, loc, LLVM::ExtractValueOp::create(b, loc, d, i), result,
-                                          ArrayRef<int64_t>{i});
-      return result;
+      return mmaSync(b, loc,
+                     bf16 ? "llvm.nvvm.mma.m16n8k16.row.col.bf16" : "llvm.nvvm.mma.m16n8k16.row.col.f32.f32",
+                     args, acc);
     };
     return mi;
   }
