@@ -1,4 +1,4 @@
-#include "ops/KernelSpec.h"
+#include "ops/KernelBuilders.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -49,4 +49,13 @@ mlir::OwningOpRef<mlir::ModuleOp> tile::ops::buildKernel(mlir::MLIRContext &cont
   if (spec.op == "matmul" || spec.op == "matmul_leaky_relu")
     return buildMatmul(context, spec);
   throw std::invalid_argument("no tile kernel generator for op '" + spec.op + "'");
+}
+
+tile::CompileOptions tile::ops::compileOptionsFor(const KernelSpec &spec) {
+  CompileOptions options;
+  if (auto warps = spec.config.find("num_warps"); warps != spec.config.end())
+    options.numWarps = warps->second;
+  if (auto nonKDim = spec.config.find("matrix_instr_nonkdim"); nonKDim != spec.config.end())
+    options.matrixInstrNonKDim = nonKDim->second;
+  return options;
 }

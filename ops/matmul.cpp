@@ -9,7 +9,7 @@
 // Arguments: a, b, c, M, N, K, then the strides (in elements) of a, b and c along their
 // two dimensions, then negative_slope (f32) for matmul_leaky_relu. Strides are
 // arguments, so transposed and sliced views need no copy.
-#include "ops/KernelSpec.h"
+#include "ops/KernelBuilders.h"
 
 #include "tile/Dialect/Tile/IR/TileDialect.h"
 

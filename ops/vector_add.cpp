@@ -1,5 +1,5 @@
 // out[i] = a[i] + b[i] over n elements, one BLOCK_SIZE block per program instance.
-#include "ops/KernelSpec.h"
+#include "ops/KernelBuilders.h"
 
 #include "tile/Dialect/Tile/IR/TileDialect.h"
 

@@ -1,5 +1,6 @@
 #include "runtime/CompileAndLoad.h"
 
+#include "ops/KernelBuilders.h"
 #include "runtime/CpuJit.h"
 #include "runtime/DiskCache.h"
 #include "runtime/KernelKey.h"
@@ -28,12 +29,12 @@ runtime::compileAndLoad(const ops::KernelSpec &spec, const Target &target) {
     kernel->binary = std::move(*cached);
     kernel->fromDisk = true;
   } else {
-    kernel->binary = compile(*module, target);
+    kernel->binary = compile(*module, target, ops::compileOptionsFor(spec));
     disk.store(kernel->key, kernel->binary);
   }
-  if (target.kind != TargetKind::Cpu)
-    throw CompileError("no launcher for " + target.str() + " in this build");
-  kernel->cpuEntry = loadCpuObject(kernel->binary, kernel->key);
+  // GPU binaries are loaded by the GpuLauncher, per device, at their first launch.
+  if (target.kind == TargetKind::Cpu)
+    kernel->cpuEntry = loadCpuObject(kernel->binary, kernel->key);
   kernel->compileMs =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return kernel;

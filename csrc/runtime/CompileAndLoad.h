@@ -8,8 +8,9 @@
 
 namespace tile::runtime {
 
-/// The cache-miss path: build the op's tile IR, key it, compile it for the target and
-/// load the binary. Throws CompileError or std::invalid_argument with a message.
+/// The cache-miss path: build the op's tile IR, key it, read the binary from the disk
+/// cache or compile it (and store it there), and for the CPU load it into the JIT. GPU
+/// binaries are loaded by GpuLauncher. Throws CompileError or std::invalid_argument.
 std::shared_ptr<const LoadedKernel> compileAndLoad(const ops::KernelSpec &spec,
                                                    const Target &target);
 

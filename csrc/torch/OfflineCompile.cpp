@@ -1,7 +1,7 @@
 // tile_runtime::compile_offline and default_config: compile any op for any target
 // without its device (AMD and NVIDIA code from a machine that has neither), for the
 // `python -m torch_tile compile` CLI.
-#include "ops/KernelSpec.h"
+#include "ops/KernelBuilders.h"
 #include "ops/MatmulConfig.h"
 #include "tile/Compiler/Compile.h"
 
@@ -32,12 +32,8 @@ StageTexts compileOffline(std::string op, std::vector<std::string> dtypes,
     tile::Target parsed = tile::Target::parse(target);
     auto context = tile::createContext();
     auto module = tile::ops::buildKernel(*context, spec);
-    tile::CompileOptions options;
+    tile::CompileOptions options = tile::ops::compileOptionsFor(spec);
     options.keepStages = true;
-    if (auto warps = spec.config.find("num_warps"); warps != spec.config.end())
-      options.numWarps = warps->second;
-    if (auto nonKDim = spec.config.find("matrix_instr_nonkdim"); nonKDim != spec.config.end())
-      options.matrixInstrNonKDim = nonKDim->second;
     binary = tile::compile(*module, parsed, options);
   } catch (const std::exception &error) {
     TORCH_CHECK(false, "cannot compile ", spec.str(), " for ", target, ": ", error.what());

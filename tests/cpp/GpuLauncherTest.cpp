@@ -1,6 +1,9 @@
 // The GPU launcher up to the driver call, against a fake driver table: what it loads,
 // the function it asks for, the grid, block and arguments it launches with, and its
 // errors. No GPU is needed, nor a driver library.
+#include "TestKernels.h"
+#include "runtime/CompileAndLoad.h"
+#include "runtime/DeviceTarget.h"
 #include "runtime/GpuLauncher.h"
 
 #include <gtest/gtest.h>
@@ -184,6 +187,45 @@ TEST(GpuDriver, InstalledHipRuntimeResolvesEveryEntryPoint) {
   EXPECT_NE(driver.launchKernel, nullptr);
   EXPECT_FALSE(driver.path.empty());
   EXPECT_NE(driver.describe(driver, 1).find("hipError 1"), std::string::npos);
+}
+
+TEST(DeviceTarget, FromTheDeviceKeepingRocmFeatures) {
+  unsetenv("TILE_TARGET");
+  EXPECT_EQ(deviceTarget(TargetKind::Hip, "gfx942:sramecc+:xnack-", 0, 0).str(),
+            "hip:gfx942:sramecc+:xnack-");
+  EXPECT_EQ(deviceTarget(TargetKind::Hip, "gfx1100", 0, 0).str(), "hip:gfx1100");
+  EXPECT_EQ(deviceTarget(TargetKind::Cuda, "", 9, 0).str(), "cuda:sm_90");
+  try {
+    deviceTarget(TargetKind::Hip, "gfx908:sramecc+:xnack-", 0, 0);
+    FAIL() << "expected an error";
+  } catch (const std::runtime_error &error) {
+    std::string message = error.what();
+    EXPECT_NE(message.find("gfx908"), std::string::npos) << message;
+    EXPECT_NE(message.find("gfx942"), std::string::npos) << "names the supported archs";
+  }
+}
+
+TEST(DeviceTarget, TileTargetOverridesButOnlyWithinTheDeviceKind) {
+  setenv("TILE_TARGET", "hip:gfx90a", 1);
+  EXPECT_EQ(deviceTarget(TargetKind::Hip, "gfx942:sramecc+:xnack-", 0, 0).str(), "hip:gfx90a");
+  EXPECT_THROW(deviceTarget(TargetKind::Cuda, "", 9, 0), std::runtime_error);
+  unsetenv("TILE_TARGET");
+}
+
+TEST(GpuKernels, CompiledThroughTheRuntimeWithTheSpecsWarpsAndKeptOnDisk) {
+  // The ctest environment points TILE_CACHE_DIR at a folder of the build.
+  auto spec = tile::testing::matmulSpec("matmul", "f16", "f16", 128, 128, 32);
+  spec.config["num_warps"] = 8;
+  spec.config["kpack"] = 1; // a knob no other test uses: a fresh key in a shared cache
+  spec.config["waves_per_eu"] = 7;
+  auto first = compileAndLoad(spec, Target::parse("hip:gfx942"));
+  EXPECT_EQ(first->binary.blockThreads, 512) << "num_warps 8 of wave64";
+  EXPECT_EQ(first->binary.entrySymbol, "matmul");
+  EXPECT_EQ(first->cpuEntry, nullptr);
+  auto second = compileAndLoad(spec, Target::parse("hip:gfx942"));
+  EXPECT_TRUE(second->fromDisk);
+  EXPECT_EQ(second->binary.object, first->binary.object);
+  EXPECT_EQ(second->binary.blockThreads, 512);
 }
 
 } // namespace

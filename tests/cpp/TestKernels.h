@@ -1,7 +1,7 @@
 #ifndef TILE_TESTS_CPP_TESTKERNELS_H
 #define TILE_TESTS_CPP_TESTKERNELS_H
 
-#include "ops/KernelSpec.h"
+#include "ops/KernelBuilders.h"
 
 #include <string>
 

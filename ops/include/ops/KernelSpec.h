@@ -1,9 +1,6 @@
 #ifndef TILE_OPS_KERNELSPEC_H
 #define TILE_OPS_KERNELSPEC_H
 
-#include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/OwningOpRef.h"
-
 #include <cstdint>
 #include <map>
 #include <string>
@@ -13,6 +10,8 @@ namespace tile::ops {
 
 /// Everything that selects one kernel of an op, short of the target: the op, its
 /// element types ("f32", "f16", "bf16", ...) and its config knobs (BLOCK_SIZE, ...).
+/// No MLIR here, so the torch binding builds without MLIR headers; the generators are
+/// declared in ops/KernelBuilders.h.
 struct KernelSpec {
   std::string op;
   std::vector<std::string> dtypes;
@@ -22,21 +21,6 @@ struct KernelSpec {
   std::string str() const;
   int64_t knob(const std::string &name) const;
 };
-
-/// The tile IR of the kernel, built in `context`. Throws std::invalid_argument for an
-/// unknown op or a spec the op cannot build.
-mlir::OwningOpRef<mlir::ModuleOp> buildKernel(mlir::MLIRContext &context, const KernelSpec &spec);
-
-/// One generator per op, in ops/<op>.cpp.
-mlir::OwningOpRef<mlir::ModuleOp> buildVectorAdd(mlir::MLIRContext &context,
-                                                 const KernelSpec &spec);
-
-/// C = A @ B with an optional leaky_relu epilogue (op "matmul" or "matmul_leaky_relu"),
-/// dtypes {input, output}, knobs BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M and index_bits.
-mlir::OwningOpRef<mlir::ModuleOp> buildMatmul(mlir::MLIRContext &context, const KernelSpec &spec);
-
-/// The MLIR element type named by a KernelSpec dtype string.
-mlir::Type elementTypeOf(mlir::MLIRContext &context, const std::string &dtype);
 
 } // namespace tile::ops
 
