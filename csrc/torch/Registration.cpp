@@ -1,9 +1,13 @@
 // The op schemas, defined once for every backend.
 #include <torch/library.h>
 
+// pt2_compliant: torch.library.opcheck passes for every op (tests/python/test_pt2.py),
+// with the fake kernels and autograd formulas of python/torch_tile/ops.py.
 TORCH_LIBRARY(tile, m) {
-  m.def("vector_add(Tensor a, Tensor b) -> Tensor");
-  m.def("matmul(Tensor a, Tensor b, *, ScalarType? out_dtype=None) -> Tensor");
+  const std::vector<at::Tag> tags = {at::Tag::pt2_compliant_tag};
+  m.def("vector_add(Tensor a, Tensor b) -> Tensor", tags);
+  m.def("matmul(Tensor a, Tensor b, *, ScalarType? out_dtype=None) -> Tensor", tags);
   m.def("matmul_leaky_relu(Tensor a, Tensor b, float negative_slope=0.01, *, "
-        "ScalarType? out_dtype=None) -> Tensor");
+        "ScalarType? out_dtype=None) -> Tensor",
+        tags);
 }

@@ -25,7 +25,7 @@ def _load_ops_library() -> None:
 
 _load_ops_library()
 
-from . import runtime  # noqa: E402  (needs the library loaded)
+from . import ops, runtime  # noqa: E402,F401  (need the library loaded)
 
 __all__ = ["runtime", "library_path", "__version__"]
 
