@@ -12,6 +12,8 @@ _FLOAT_OUT = {torch.float32: (torch.float32,), torch.float16: (torch.float16, to
 
 def _matmul_out_dtype(name, a, b, out_dtype, epilogue):
     """The output dtype the real kernels produce, with their error for anything else."""
+    torch._check(a.device == b.device,
+                 lambda: f"tile::{name}: tensor a is on {a.device} but b is on {b.device}")
     torch._check(a.dim() == 2 and b.dim() == 2,
                  lambda: f"tile::{name}: a and b must be 2-D matrices, got a of shape "
                          f"{tuple(a.shape)} and b of shape {tuple(b.shape)}")
@@ -34,6 +36,8 @@ def _matmul_out_dtype(name, a, b, out_dtype, epilogue):
 
 @torch.library.register_fake("tile::vector_add")
 def _vector_add_fake(a, b):
+    torch._check(a.device == b.device,
+                 lambda: f"tile::vector_add: tensor a is on {a.device} but b is on {b.device}")
     torch._check(a.shape == b.shape,
                  lambda: f"tile::vector_add: shapes differ: a is {tuple(a.shape)} and b is "
                          f"{tuple(b.shape)} (vector_add does not broadcast)")

@@ -267,6 +267,7 @@ RANK = r"(?i)\b2-?d\b|dim"
 INNER = r"(?i)inner|dim|shape|size|mismatch|multipl"
 DTYPE = r"(?i)dtype"
 OUT_DTYPE = r"(?i)out_dtype|output dtype"
+DEVICE = r"(?i)device|\bis on\b"
 
 
 def assert_rejected(call, match):
@@ -298,6 +299,10 @@ BAD_INPUTS = [
                  id="i32"),
     pytest.param(zeros(3, 4, dtype=torch.bool), zeros(4, 5, dtype=torch.bool), None, DTYPE,
                  id="bool"),
+    pytest.param(zeros(3, 4, dtype=torch.complex64), zeros(4, 5, dtype=torch.complex64), None,
+                 DTYPE, id="complex"),
+    pytest.param(zeros(3, 4), torch.zeros(4, 5, device="meta"), None, DEVICE,
+                 id="cpu_and_meta_devices"),
     pytest.param(zeros(3, 4, dtype=torch.float16), zeros(4, 5, dtype=torch.float16), torch.int32,
                  OUT_DTYPE, id="f16_to_i32"),
     pytest.param(zeros(3, 4), zeros(4, 5), torch.int32, OUT_DTYPE, id="f32_to_i32"),
@@ -313,6 +318,17 @@ BAD_INPUTS = [
 def test_bad_input_raises(op, a, b, out_dtype, match):
     kwargs = {} if out_dtype is None else {"out_dtype": out_dtype}
     assert_rejected(lambda: getattr(torch.ops.tile, op)(a, b, **kwargs), match)
+
+
+@pytest.mark.parametrize("slope", [float("nan"), float("inf"), float("-inf")])
+def test_non_finite_slope_follows_torch(slope):
+    # Defined as torch defines it: positive entries pass, the others are multiplied by
+    # the slope (NaN * x is NaN, 0 * inf is NaN), with NaN in the same places as torch.
+    a, b = torch.randn(24, 16), torch.randn(16, 40)
+    b[:, 0] = 0.0  # a column of exact zeros: 0 * inf
+    out = torch.ops.tile.matmul_leaky_relu(a, b, slope)
+    ref = F.leaky_relu(a.double() @ b.double(), slope).float()
+    torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5, equal_nan=True)
 
 
 @pytest.mark.parametrize("out_dtype", [torch.float32, torch.int8], ids=["to_f32", "to_i8"])

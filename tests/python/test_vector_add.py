@@ -105,6 +105,7 @@ def test_runtime_reports_host_target():
          "unsupported dtype"),
         (torch.zeros(4, dtype=torch.complex64), torch.zeros(4, dtype=torch.complex64),
          TypeError, "unsupported dtype"),
+        (torch.zeros(4), torch.zeros(4, device="meta"), RuntimeError, "is on meta"),
     ],
 )
 def test_bad_input_raises(a, b, error, message):
