@@ -39,3 +39,11 @@ runtime::compileAndLoad(const ops::KernelSpec &spec, const Target &target) {
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return kernel;
 }
+
+Binary runtime::compileWithStages(const ops::KernelSpec &spec, const Target &target) {
+  std::unique_ptr<mlir::MLIRContext> context = createContext();
+  mlir::OwningOpRef<mlir::ModuleOp> module = ops::buildKernel(*context, spec);
+  CompileOptions options = ops::compileOptionsFor(spec);
+  options.keepStages = true;
+  return compile(*module, target, options);
+}

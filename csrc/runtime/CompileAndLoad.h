@@ -14,6 +14,10 @@ namespace tile::runtime {
 std::shared_ptr<const LoadedKernel> compileAndLoad(const ops::KernelSpec &spec,
                                                    const Target &target);
 
+/// Compiles a spec for any target, keeping every stage, with no cache and no loading:
+/// what `python -m torch_tile compile` shows.
+Binary compileWithStages(const ops::KernelSpec &spec, const Target &target);
+
 } // namespace tile::runtime
 
 #endif

@@ -1,8 +1,9 @@
 // tile_runtime::compile_offline and default_config: compile any op for any target
 // without its device (AMD and NVIDIA code from a machine that has neither), for the
 // `python -m torch_tile compile` CLI.
-#include "ops/KernelBuilders.h"
+#include "ops/KernelSpec.h"
 #include "ops/MatmulConfig.h"
+#include "runtime/CompileAndLoad.h"
 #include "tile/Compiler/Compile.h"
 
 #include <ATen/ops/empty.h>
@@ -29,12 +30,7 @@ StageTexts compileOffline(std::string op, std::vector<std::string> dtypes,
     spec.config[knobNames[i]] = knobValues[i];
   tile::Binary binary;
   try {
-    tile::Target parsed = tile::Target::parse(target);
-    auto context = tile::createContext();
-    auto module = tile::ops::buildKernel(*context, spec);
-    tile::CompileOptions options = tile::ops::compileOptionsFor(spec);
-    options.keepStages = true;
-    binary = tile::compile(*module, parsed, options);
+    binary = tile::runtime::compileWithStages(spec, tile::Target::parse(target));
   } catch (const std::exception &error) {
     TORCH_CHECK(false, "cannot compile ", spec.str(), " for ", target, ": ", error.what());
   }

@@ -1,5 +1,6 @@
 // tile::vector_add on the CPU: checks, then the kernel compiled on first call.
 #include "DTypes.h"
+#include "VectorAddChecks.h"
 #include "runtime/CpuLauncher.h"
 #include "runtime/KernelCache.h"
 
@@ -16,21 +17,6 @@ namespace {
 using tile::runtime::Grid;
 using tile::runtime::KernelCache;
 
-void checkVectorAddInputs(const at::Tensor &a, const at::Tensor &b) {
-  TORCH_CHECK(a.device() == b.device(), "tile::vector_add: tensor a is on ", a.device(),
-              " but b is on ", b.device());
-  TORCH_CHECK(a.scalar_type() == b.scalar_type(), "tile::vector_add: dtypes differ: a is ",
-              a.scalar_type(), " and b is ", b.scalar_type());
-  auto dtype = a.scalar_type();
-  TORCH_CHECK_TYPE(dtype == at::kFloat || dtype == at::kHalf || dtype == at::kBFloat16,
-                   "tile::vector_add: unsupported dtype ", dtype,
-                   "; supported: float32, float16, bfloat16");
-  TORCH_CHECK(a.sizes() == b.sizes(), "tile::vector_add: shapes differ: a is ", a.sizes(),
-              " and b is ", b.sizes(), " (vector_add does not broadcast)");
-  TORCH_CHECK(a.layout() == at::kStrided && b.layout() == at::kStrided,
-              "tile::vector_add: only dense (strided) tensors are supported");
-}
-
 tile::ops::KernelSpec vectorAddSpec(at::ScalarType dtype, int64_t numel) {
   tile::ops::KernelSpec spec;
   spec.op = "vector_add";
@@ -44,7 +30,7 @@ tile::ops::KernelSpec vectorAddSpec(at::ScalarType dtype, int64_t numel) {
 }
 
 at::Tensor vectorAddCpu(const at::Tensor &a, const at::Tensor &b) {
-  checkVectorAddInputs(a, b);
+  tile::binding::checkVectorAddInputs(a, b);
   // Lay the inputs out densely in the same order, so the kernel walks flat memory.
   at::Tensor aDense = a.contiguous(), bDense = b.contiguous();
   at::Tensor out = at::empty_like(aDense, at::MemoryFormat::Contiguous);
@@ -75,5 +61,20 @@ at::Tensor vectorAddCpu(const at::Tensor &a, const at::Tensor &b) {
 }
 
 } // namespace
+
+void tile::binding::checkVectorAddInputs(const at::Tensor &a, const at::Tensor &b) {
+  TORCH_CHECK(a.device() == b.device(), "tile::vector_add: tensor a is on ", a.device(),
+              " but b is on ", b.device());
+  TORCH_CHECK(a.scalar_type() == b.scalar_type(), "tile::vector_add: dtypes differ: a is ",
+              a.scalar_type(), " and b is ", b.scalar_type());
+  auto dtype = a.scalar_type();
+  TORCH_CHECK_TYPE(dtype == at::kFloat || dtype == at::kHalf || dtype == at::kBFloat16,
+                   "tile::vector_add: unsupported dtype ", dtype,
+                   "; supported: float32, float16, bfloat16");
+  TORCH_CHECK(a.sizes() == b.sizes(), "tile::vector_add: shapes differ: a is ", a.sizes(),
+              " and b is ", b.sizes(), " (vector_add does not broadcast)");
+  TORCH_CHECK(a.layout() == at::kStrided && b.layout() == at::kStrided,
+              "tile::vector_add: only dense (strided) tensors are supported");
+}
 
 TORCH_LIBRARY_IMPL(tile, CPU, m) { m.impl("vector_add", vectorAddCpu); }

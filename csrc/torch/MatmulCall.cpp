@@ -1,0 +1,105 @@
+#include "MatmulCall.h"
+
+#include "DTypes.h"
+#include "ops/MatmulConfig.h"
+
+#include <ATen/ops/empty.h>
+#include <c10/util/Exception.h>
+
+#include <limits>
+
+namespace {
+
+bool isHalf(at::ScalarType t) { return t == at::kHalf || t == at::kBFloat16; }
+
+/// The output dtype, after checking the pair: float32 -> float32, float16/bfloat16 ->
+/// themselves or float32, int8 -> int32 (which must be asked for).
+at::ScalarType outputDtype(const char *op, at::ScalarType input,
+                           std::optional<at::ScalarType> requested, bool epilogue) {
+  if (input == at::kChar) {
+    TORCH_CHECK_TYPE(!epilogue, op, ": int8 inputs are not supported; leaky_relu needs "
+                                    "floating-point inputs (float32, float16, bfloat16)");
+    TORCH_CHECK_TYPE(requested == at::kInt, op,
+                     ": int8 inputs accumulate in int32; pass out_dtype=torch.int32",
+                     requested ? " (got out_dtype=" : "",
+                     requested ? c10::toString(*requested) : "", requested ? ")" : "");
+    return at::kInt;
+  }
+  at::ScalarType out = requested.value_or(input);
+  TORCH_CHECK_TYPE(out == input || (isHalf(input) && out == at::kFloat), op, ": out_dtype ", out,
+                   " is not supported for ", input, " inputs; supported: ", input,
+                   isHalf(input) ? " or float32" : "");
+  return out;
+}
+
+void checkOperands(const char *op, const at::Tensor &a, const at::Tensor &b) {
+  TORCH_CHECK(a.device() == b.device(), op, ": tensor a is on ", a.device(), " but b is on ",
+              b.device());
+  TORCH_CHECK(a.layout() == at::kStrided && b.layout() == at::kStrided, op,
+              ": only dense (strided) tensors are supported");
+  TORCH_CHECK(a.dim() == 2 && b.dim() == 2, op, ": a and b must be 2-D matrices, got a of shape ",
+              a.sizes(), " and b of shape ", b.sizes());
+  TORCH_CHECK(a.size(1) == b.size(0), op, ": inner dimensions differ: a is ", a.sizes(),
+              " and b is ", b.sizes(), " (a.shape[1] must equal b.shape[0])");
+  TORCH_CHECK_TYPE(a.scalar_type() == b.scalar_type(), op, ": dtypes differ: a is ",
+                   a.scalar_type(), " and b is ", b.scalar_type());
+  auto dtype = a.scalar_type();
+  TORCH_CHECK_TYPE(dtype == at::kFloat || isHalf(dtype) || dtype == at::kChar, op,
+                   ": unsupported dtype ", dtype,
+                   "; supported: float32, float16, bfloat16, int8 (with out_dtype=torch.int32)");
+}
+
+/// The largest element offset the kernel forms for a tensor, as the index width needs it.
+int64_t maxOffset(const at::Tensor &t) {
+  return (t.size(0) - 1) * t.stride(0) + (t.size(1) - 1) * t.stride(1);
+}
+
+} // namespace
+
+std::unique_ptr<tile::binding::MatmulCall>
+tile::binding::prepareMatmul(const char *op, const at::Tensor &a, const at::Tensor &b,
+                             std::optional<double> negativeSlope,
+                             std::optional<at::ScalarType> outDtype, const Target &target,
+                             bool contiguousRowsOfB) {
+  checkOperands(op, a, b);
+  at::ScalarType out = outputDtype(op, a.scalar_type(), outDtype, negativeSlope.has_value());
+  auto call = std::make_unique<MatmulCall>();
+  int64_t m = a.size(0), k = a.size(1), n = b.size(1);
+  call->a = a;
+  // The CPU microkernel reads b a row at a time as one vector load; rows that are not
+  // contiguous (b transposed) would be gathered element by element, ~25x slower than
+  // copying b once, which costs K*N moves against M*N*K multiply-adds. a is read through
+  // its strides, copy-free.
+  call->b = !contiguousRowsOfB || b.stride(1) == 1 || n == 1 ? b : b.contiguous();
+  call->c = at::empty({m, n}, a.options().dtype(out));
+  if (m == 0 || n == 0)
+    return call;
+
+  call->spec.op = negativeSlope ? "matmul_leaky_relu" : "matmul";
+  call->spec.dtypes = {specDtype(a.scalar_type()), specDtype(out)};
+  call->spec.config = ops::defaultMatmulConfig(target, m, n, k, call->spec.dtypes[0]);
+  constexpr int64_t int32Max = std::numeric_limits<int32_t>::max();
+  bool fits32 =
+      std::max({m, n, k, maxOffset(call->a), maxOffset(call->b), maxOffset(call->c)}) < int32Max;
+  call->spec.config["index_bits"] = fits32 ? 32 : 64;
+
+  int64_t blockM = call->spec.config.at("BLOCK_M"), blockN = call->spec.config.at("BLOCK_N");
+  call->programs = ((m + blockM - 1) / blockM) * ((n + blockN - 1) / blockN);
+  TORCH_CHECK(call->programs <= int32Max, op, ": a ", m, "x", n,
+              " result needs more than 2**31 program instances");
+  call->aPtr = call->a.data_ptr();
+  call->bPtr = call->b.data_ptr();
+  call->cPtr = call->c.data_ptr();
+  int64_t wide[9] = {m, n, k, call->a.stride(0), call->a.stride(1), call->b.stride(0),
+                     call->b.stride(1), call->c.stride(0), call->c.stride(1)};
+  std::copy(std::begin(wide), std::end(wide), call->wide);
+  std::copy(std::begin(wide), std::end(wide), call->narrow);
+  call->slope = static_cast<float>(negativeSlope.value_or(0.0));
+  call->args[0] = &call->aPtr;
+  call->args[1] = &call->bPtr;
+  call->args[2] = &call->cPtr;
+  for (int i = 0; i < 9; ++i)
+    call->args[3 + i] = fits32 ? static_cast<void *>(&call->narrow[i]) : &call->wide[i];
+  call->args[12] = &call->slope;
+  return call;
+}

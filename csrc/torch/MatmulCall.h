@@ -1,0 +1,40 @@
+// What every device's matmul binding does before its launch: checks with named
+// errors, the output, the kernel spec for the target and the packed kernel arguments.
+#ifndef TILE_TORCH_MATMULCALL_H
+#define TILE_TORCH_MATMULCALL_H
+
+#include "ops/KernelSpec.h"
+#include "tile/Compiler/Target.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <memory>
+#include <optional>
+
+namespace tile::binding {
+
+/// One prepared call: `args` points into this object, so it stays where it was made.
+struct MatmulCall {
+  at::Tensor a, b, c;
+  ops::KernelSpec spec;
+  int64_t programs = 0; ///< program instances, one per BLOCK_M x BLOCK_N block of c
+  const void *aPtr = nullptr, *bPtr = nullptr;
+  void *cPtr = nullptr;
+  int64_t wide[9] = {};
+  int32_t narrow[9] = {};
+  float slope = 0;
+  void *args[13] = {};
+};
+
+/// Checks the operands (raising errors that name the problem), allocates c, and builds
+/// the spec (the target family's default config for the shape) and the arguments. The
+/// result has programs == 0 when c is empty. `contiguousRowsOfB` copies a b whose rows
+/// are not contiguous (the CPU microkernel loads b by rows).
+std::unique_ptr<MatmulCall> prepareMatmul(const char *op, const at::Tensor &a, const at::Tensor &b,
+                                          std::optional<double> negativeSlope,
+                                          std::optional<at::ScalarType> outDtype,
+                                          const Target &target, bool contiguousRowsOfB);
+
+} // namespace tile::binding
+
+#endif

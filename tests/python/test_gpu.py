@@ -1,0 +1,121 @@
+"""The ops on GPU tensors, through torch: parity for every dtype pair and shape of the
+CPU suite, the current stream, CUDA graphs, and errors. Skipped where torch sees no GPU
+(CI); run on a GPU machine (tests/device/).
+"""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_tile  # noqa: F401
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU visible to torch")
+
+PAIRS = [(torch.float32, None, 1e-5), (torch.float16, None, 2e-3), (torch.bfloat16, None, 1e-2),
+         (torch.float16, torch.float32, 1e-5), (torch.bfloat16, torch.float32, 1e-5),
+         (torch.int8, torch.int32, 0.0)]
+SHAPES = [(128, 256, 32), (128, 16, 32), (32, 128, 64), (64, 64, 32), (32, 32, 128),
+          (512, 512, 512), (1024, 1024, 1024), (1, 1, 1), (7, 13, 5), (257, 129, 65), (5, 7, 0)]
+
+
+def matrices(shape, dtype):
+    m, n, k = shape
+    if dtype == torch.int8:
+        return (torch.randint(-128, 128, (m, k), dtype=dtype, device="cuda"),
+                torch.randint(-128, 128, (k, n), dtype=dtype, device="cuda"))
+    return (torch.randn(m, k, device="cuda").to(dtype),
+            (torch.randn(k, n, device="cuda") / max(k, 1) ** 0.5).to(dtype))
+
+
+def relative_error(out, ref):
+    return ((out.double() - ref).norm() / ref.norm().clamp_min(1e-300)).item()
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("dtype, out_dtype, bound", PAIRS, ids=lambda p: str(p))
+@pytest.mark.parametrize("op", ["matmul", "matmul_leaky_relu"])
+def test_matmul_parity(op, shape, dtype, out_dtype, bound):
+    if op == "matmul_leaky_relu" and dtype == torch.int8:
+        pytest.skip("leaky_relu has no int8 variant")
+    a, b = matrices(shape, dtype)
+    kwargs = {} if out_dtype is None else {"out_dtype": out_dtype}
+    if op == "matmul":
+        out = torch.ops.tile.matmul(a, b, **kwargs)
+        ref = a.double() @ b.double()
+    else:
+        out = torch.ops.tile.matmul_leaky_relu(a, b, 0.2, **kwargs)
+        ref = F.leaky_relu(a.double() @ b.double(), 0.2)
+    assert out.device == a.device and out.dtype == (out_dtype or dtype)
+    assert out.shape == (shape[0], shape[1])
+    if shape[2] == 0:
+        assert (out == 0).all()
+        return
+    if dtype == torch.int8:
+        assert torch.equal(out.long(), ref.long())
+    else:
+        assert relative_error(out, ref) <= bound
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("n", [1, 2047, 2048, 1_000_003])
+def test_vector_add_parity(dtype, n):
+    a, b = torch.randn(n, device="cuda").to(dtype), torch.randn(n, device="cuda").to(dtype)
+    assert torch.equal(torch.ops.tile.vector_add(a, b), a + b)
+
+
+def test_strided_views():
+    x = torch.randn(300, 200, device="cuda")
+    w = torch.randn(150, 300, device="cuda")
+    out = torch.ops.tile.matmul(x.t(), w.t())  # both transposed
+    assert relative_error(out, x.t().double() @ w.t().double()) <= 1e-5
+    sliced = torch.randn(64, 80, device="cuda")[:, ::2]
+    out = torch.ops.tile.matmul(sliced, torch.randn(40, 24, device="cuda"))
+    assert out.shape == (64, 24)
+
+
+def test_runs_on_the_current_stream():
+    a, b = matrices((512, 512, 512), torch.float16)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        out = torch.ops.tile.matmul(a, b)
+        total = torch.ops.tile.vector_add(out, out)
+    torch.cuda.current_stream().wait_stream(side)
+    assert relative_error(total, 2 * (a.double() @ b.double())) <= 2e-3
+
+
+def test_cuda_graph_capture_and_replay():
+    a, b = matrices((256, 256, 128), torch.float16)
+    torch.ops.tile.matmul_leaky_relu(a, b, 0.1)  # compile and load before capture
+    graph = torch.cuda.CUDAGraph()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        with torch.cuda.graph(graph):
+            out = torch.ops.tile.matmul_leaky_relu(a, b, 0.1)
+    for _ in range(2):
+        new_a, new_b = matrices((256, 256, 128), torch.float16)
+        a.copy_(new_a)
+        b.copy_(new_b)
+        graph.replay()
+        torch.cuda.synchronize()
+        ref = F.leaky_relu(a.double() @ b.double(), 0.1)
+        assert relative_error(out, ref) <= 2e-3
+
+
+def test_gpu_and_cpu_operands_are_rejected():
+    with pytest.raises(RuntimeError, match="is on"):
+        torch.ops.tile.matmul(torch.randn(4, 4, device="cuda"), torch.randn(4, 4))
+    with pytest.raises(RuntimeError, match="is on"):
+        torch.ops.tile.vector_add(torch.randn(4, device="cuda"), torch.randn(4))
+
+
+def test_gradients_on_the_gpu():
+    a = torch.randn(64, 48, device="cuda", requires_grad=True)
+    b = torch.randn(48, 32, device="cuda", requires_grad=True)
+    torch.ops.tile.matmul_leaky_relu(a, b, 0.2).sum().backward()
+    a2 = a.detach().double().requires_grad_()
+    b2 = b.detach().double().requires_grad_()
+    F.leaky_relu(a2 @ b2, 0.2).sum().backward()
+    assert relative_error(a.grad, a2.grad) <= 1e-5
+    assert relative_error(b.grad, b2.grad) <= 1e-5
