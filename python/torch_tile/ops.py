@@ -1,7 +1,6 @@
-"""What PyTorch needs to treat the tile ops as its own: fake (meta) kernels for tracing
-under torch.compile and export, with symbolic sizes, and autograd formulas.
-
-The backward of the matmuls runs on tile.matmul itself.
+"""Fake (meta) kernels of the tile ops, for tracing under torch.compile and export with
+symbolic sizes. Their autograd formulas are in C++ (csrc/torch/Autograd.cpp), where
+calls that need no gradient pay nothing for them.
 """
 
 import torch
@@ -56,53 +55,3 @@ def _matmul_fake(a, b, *, out_dtype=None):
 def _matmul_leaky_relu_fake(a, b, negative_slope=0.01, *, out_dtype=None):
     out = _matmul_out_dtype("matmul_leaky_relu", a, b, out_dtype, epilogue=True)
     return a.new_empty((a.shape[0], b.shape[1]), dtype=out)
-
-
-def _vector_add_backward(ctx, grad):
-    return grad, grad
-
-
-torch.library.register_autograd("tile::vector_add", _vector_add_backward)
-
-
-def _matmul_grads(ctx, grad_z):
-    """d(a @ b): grad_a = grad_z @ b.T and grad_b = a.T @ grad_z, by tile.matmul, in the
-    inputs' dtype."""
-    a, b = ctx.saved_tensors[:2]
-    grad_z = grad_z.to(a.dtype)
-    grad_a = torch.ops.tile.matmul(grad_z, b.t()) if ctx.needs_input_grad[0] else None
-    grad_b = torch.ops.tile.matmul(a.t(), grad_z) if ctx.needs_input_grad[1] else None
-    return grad_a, grad_b
-
-
-def _matmul_setup(ctx, inputs, output, keyword_only_inputs=None):
-    a, b = inputs
-    ctx.save_for_backward(a, b)
-
-
-def _matmul_backward(ctx, grad):
-    return _matmul_grads(ctx, grad)
-
-
-torch.library.register_autograd("tile::matmul", _matmul_backward, setup_context=_matmul_setup)
-
-
-def _leaky_setup(ctx, inputs, output, keyword_only_inputs=None):
-    a, b, negative_slope = inputs
-    ctx.negative_slope = negative_slope
-    ctx.save_for_backward(a, b, output)
-
-
-def _leaky_backward(ctx, grad):
-    a, b, out = ctx.saved_tensors
-    slope = ctx.negative_slope
-    # leaky_relu' is 1 where the pre-activation z is positive, else the slope. With a
-    # slope >= 0 the sign of z is the sign of the output (as torch's own backward uses it);
-    # a negative slope flips it, so z is recomputed.
-    positive = out > 0 if slope >= 0 else torch.ops.tile.matmul(a, b, out_dtype=torch.float32) > 0
-    grad_z = torch.where(positive, grad, grad * slope)
-    grad_a, grad_b = _matmul_grads(ctx, grad_z)
-    return grad_a, grad_b, None
-
-
-torch.library.register_autograd("tile::matmul_leaky_relu", _leaky_backward, setup_context=_leaky_setup)

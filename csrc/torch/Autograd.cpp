@@ -1,0 +1,132 @@
+// Autograd of the three ops, in C++ so that calls that need no gradient pay nothing
+// for it (a Python formula costs microseconds on every call). The matmul backward runs
+// on tile::matmul itself; the leaky_relu backward takes the sign of the pre-activation
+// from the output when the slope is >= 0 (as torch's own backward does) and recomputes
+// it otherwise.
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/autograd.h>
+#include <torch/library.h>
+
+#include <optional>
+
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+at::Tensor callMatmul(const at::Tensor &a, const at::Tensor &b,
+                      std::optional<at::ScalarType> outDtype) {
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("tile::matmul", "")
+                       .typed<at::Tensor(const at::Tensor &, const at::Tensor &,
+                                         std::optional<at::ScalarType>)>();
+  return op.call(a, b, outDtype);
+}
+
+const c10::TypedOperatorHandle<at::Tensor(const at::Tensor &, const at::Tensor &, double,
+                                          std::optional<at::ScalarType>)> &
+leakyOp() {
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("tile::matmul_leaky_relu", "")
+                       .typed<at::Tensor(const at::Tensor &, const at::Tensor &, double,
+                                         std::optional<at::ScalarType>)>();
+  return op;
+}
+
+/// grad_a = grad_z @ b.T and grad_b = a.T @ grad_z, in the inputs' dtype.
+variable_list matmulGrads(AutogradContext *ctx, const at::Tensor &a, const at::Tensor &b,
+                          at::Tensor gradZ) {
+  gradZ = gradZ.to(a.scalar_type());
+  at::Tensor gradA, gradB;
+  if (ctx->needs_input_grad(0))
+    gradA = callMatmul(gradZ, b.t(), std::nullopt);
+  if (ctx->needs_input_grad(1))
+    gradB = callMatmul(a.t(), gradZ, std::nullopt);
+  return {gradA, gradB};
+}
+
+struct VectorAddFunction : torch::autograd::Function<VectorAddFunction> {
+  static at::Tensor forward(AutogradContext *, const at::Tensor &a, const at::Tensor &b) {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    static auto op = c10::Dispatcher::singleton()
+                         .findSchemaOrThrow("tile::vector_add", "")
+                         .typed<at::Tensor(const at::Tensor &, const at::Tensor &)>();
+    return op.call(a, b);
+  }
+  static variable_list backward(AutogradContext *, variable_list grads) {
+    return {grads[0], grads[0]};
+  }
+};
+
+struct MatmulFunction : torch::autograd::Function<MatmulFunction> {
+  static at::Tensor forward(AutogradContext *ctx, const at::Tensor &a, const at::Tensor &b,
+                            std::optional<at::ScalarType> outDtype) {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    ctx->save_for_backward({a, b});
+    return callMatmul(a, b, outDtype);
+  }
+  static variable_list backward(AutogradContext *ctx, variable_list grads) {
+    auto saved = ctx->get_saved_variables();
+    variable_list result = matmulGrads(ctx, saved[0], saved[1], grads[0]);
+    result.push_back(at::Tensor()); // out_dtype
+    return result;
+  }
+};
+
+struct MatmulLeakyReluFunction : torch::autograd::Function<MatmulLeakyReluFunction> {
+  static at::Tensor forward(AutogradContext *ctx, const at::Tensor &a, const at::Tensor &b,
+                            double slope, std::optional<at::ScalarType> outDtype) {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    at::Tensor out = leakyOp().call(a, b, slope, outDtype);
+    ctx->saved_data["slope"] = slope;
+    ctx->save_for_backward({a, b, out});
+    return out;
+  }
+  static variable_list backward(AutogradContext *ctx, variable_list grads) {
+    auto saved = ctx->get_saved_variables();
+    const at::Tensor &a = saved[0], &b = saved[1], &out = saved[2];
+    double slope = ctx->saved_data["slope"].toDouble();
+    at::Tensor positive = slope >= 0 ? out.gt(0) : callMatmul(a, b, at::kFloat).gt(0);
+    at::Tensor gradZ = at::where(positive, grads[0], grads[0].mul(slope));
+    variable_list result = matmulGrads(ctx, a, b, gradZ);
+    result.push_back(at::Tensor()); // negative_slope
+    result.push_back(at::Tensor()); // out_dtype
+    return result;
+  }
+};
+
+/// Whether a call records a graph; without one, the op runs below autograd directly.
+bool recordsGradient(const at::Tensor &a, const at::Tensor &b) {
+  return at::GradMode::is_enabled() && (a.requires_grad() || b.requires_grad());
+}
+
+at::Tensor vectorAdd(const at::Tensor &a, const at::Tensor &b) {
+  if (!recordsGradient(a, b))
+    return VectorAddFunction::forward(nullptr, a, b);
+  return VectorAddFunction::apply(a, b);
+}
+
+at::Tensor matmul(const at::Tensor &a, const at::Tensor &b, std::optional<at::ScalarType> outDtype) {
+  if (!recordsGradient(a, b)) {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    return callMatmul(a, b, outDtype);
+  }
+  return MatmulFunction::apply(a, b, outDtype);
+}
+
+at::Tensor matmulLeakyRelu(const at::Tensor &a, const at::Tensor &b, double slope,
+                           std::optional<at::ScalarType> outDtype) {
+  if (!recordsGradient(a, b)) {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    return leakyOp().call(a, b, slope, outDtype);
+  }
+  return MatmulLeakyReluFunction::apply(a, b, slope, outDtype);
+}
+
+} // namespace
+
+TORCH_LIBRARY_IMPL(tile, Autograd, m) {
+  m.impl("vector_add", vectorAdd);
+  m.impl("matmul", matmul);
+  m.impl("matmul_leaky_relu", matmulLeakyRelu);
+}
