@@ -119,3 +119,30 @@ def test_gradients_on_the_gpu():
     F.leaky_relu(a2 @ b2, 0.2).sum().backward()
     assert relative_error(a.grad, a2.grad) <= 1e-5
     assert relative_error(b.grad, b2.grad) <= 1e-5
+
+
+@pytest.mark.parametrize("slope", [float("nan"), float("inf")])
+def test_non_finite_slope_follows_torch(slope):
+    a, b = torch.randn(24, 16, device="cuda"), torch.randn(16, 40, device="cuda")
+    b[:, 0] = 0.0
+    out = torch.ops.tile.matmul_leaky_relu(a, b, slope)
+    ref = F.leaky_relu(a.double() @ b.double(), slope).float()
+    torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5, equal_nan=True)
+
+
+def test_gpu_arch_without_a_lowering_is_a_clear_error():
+    # TILE_TARGET stands in for a GPU torch-tile has no lowering for.
+    import os
+    import subprocess
+    import sys
+    code = ("import torch, torch_tile\n"
+            "try:\n"
+            "    torch.ops.tile.vector_add(torch.ones(8, device='cuda'), torch.ones(8, device='cuda'))\n"
+            "except RuntimeError as e:\n"
+            "    print('raised:', e)\n")
+    env = dict(os.environ, TILE_TARGET="cuda:sm_75")
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "raised:" in result.stdout and "sm_75" in result.stdout, result.stdout
+    assert "not one torch-tile compiles for" in result.stdout
