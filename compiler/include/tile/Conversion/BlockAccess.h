@@ -7,6 +7,12 @@
 
 namespace mlir::tile {
 
+/// Bytes of one element in memory (a pointer is 8); the natural alignment of an access.
+unsigned elementBytes(Type type);
+
+/// An i1 vector of `shape` with every lane on: the mask of an unmasked access.
+Value allOnMask(OpBuilder &builder, Location loc, ArrayRef<int64_t> shape);
+
 /// How many leading lanes of dimension `dim` (of size `size`) the bounds switch on, as i64.
 Value validLanes(ConversionPatternRewriter &rewriter, Location loc, const LaneBounds &bounds,
                  unsigned dim, int64_t size);

@@ -35,3 +35,14 @@ Value mlir::tile::offsetBase(ConversionPatternRewriter &rewriter, Location loc,
                              ArrayRef<LLVM::GEPArg>{offset});
 }
 
+
+unsigned mlir::tile::elementBytes(Type type) {
+  if (isa<LLVM::LLVMPointerType>(type))
+    return 8;
+  return std::max(1u, type.getIntOrFloatBitWidth() / 8);
+}
+
+Value mlir::tile::allOnMask(OpBuilder &builder, Location loc, ArrayRef<int64_t> shape) {
+  return arith::ConstantOp::create(
+      builder, loc, DenseElementsAttr::get(VectorType::get(shape, builder.getI1Type()), true));
+}

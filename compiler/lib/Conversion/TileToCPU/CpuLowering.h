@@ -19,8 +19,6 @@ public:
   explicit CpuTypeConverter(MLIRContext *ctx);
 };
 
-unsigned elementBytes(Type type);
-
 /// `v` as a 1-D vector (LLVM's gathers, scatters and GEPs take no N-D vectors), and back.
 Value flatten(OpBuilder &builder, Location loc, Value v);
 Value reshapeTo(OpBuilder &builder, Location loc, Value v, VectorType type);

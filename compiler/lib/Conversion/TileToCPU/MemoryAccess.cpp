@@ -90,11 +90,6 @@ bool rowsUnrollable(ArrayRef<int64_t> shape) {
   return rows <= kMaxUnrolledRows;
 }
 
-Value allOnMask(OpBuilder &builder, Location loc, ArrayRef<int64_t> shape) {
-  return arith::ConstantOp::create(
-      builder, loc, DenseElementsAttr::get(VectorType::get(shape, builder.getI1Type()), true));
-}
-
 Value gather(OpBuilder &b, Location loc, VectorType type, Value ptrs, Value mask, Value other,
              unsigned align) {
   auto flatType = VectorType::get({type.getNumElements()}, type.getElementType());
@@ -226,12 +221,6 @@ struct StoreLowering : OpConversionPattern<StoreOp> {
 };
 
 } // namespace
-
-unsigned mlir::tile::cpu::elementBytes(Type type) {
-  if (isa<LLVM::LLVMPointerType>(type))
-    return 8;
-  return std::max(1u, type.getIntOrFloatBitWidth() / 8);
-}
 
 Value mlir::tile::cpu::flatten(OpBuilder &builder, Location loc, Value v) {
   auto type = cast<VectorType>(v.getType());

@@ -275,7 +275,7 @@ Value ldsBuffer(ConversionPatternRewriter &rewriter, Operation *op, Type element
 void stageBlock(OpBuilder &b, Location loc, const Distribution &dist, Value globalBase,
                 Value rowStride, Value colStride, Value validRows, Value validCols, Value lds,
                 Type element, int64_t rows, int64_t cols) {
-  int64_t bytes = std::max(1u, element.getIntOrFloatBitWidth() / 8);
+  int64_t bytes = elementBytes(element);
   int64_t vec = std::min<int64_t>(16 / bytes, cols);
   int64_t runsPerRow = cols / vec, runs = rows * runsPerRow;
   auto runType = VectorType::get({vec}, element);
@@ -488,20 +488,25 @@ std::optional<MatrixInstruction> matrixInstructionFor(const AccumulatorTile &til
     return mi;
   }
   case AccumulatorTile::Kind::MmaM16N8: {
+    if (!f16 && !bf16 && !i8)
+      return std::nullopt;
+    // mma.sync.m16n8k(8e) row.col, with e elements per 32-bit register (2 for 16-bit
+    // types, 4 for int8): lane l is in group g = l / 4 at position t = l % 4; a holds
+    // 4 registers, at rows g and g + 8 and k blocks of 4e, b holds 2, at column g.
+    int64_t e = i8 ? 4 : 2;
+    mi.tileK = 8 * e;
+    mi.aPerLane = 4 * e;
+    mi.bPerLane = 2 * e;
+    mi.a = [=](OpBuilder &b, Location loc, Value lane, int64_t j) {
+      Value row = affine(b, loc, div(b, loc, lane, 4), 1, 8 * ((j / e) % 2));
+      Value k = affine(b, loc, rem(b, loc, lane, 4), e, j % e + 4 * e * (j / (2 * e)));
+      return std::pair{row, k};
+    };
+    mi.b = [=](OpBuilder &b, Location loc, Value lane, int64_t j) {
+      Value k = affine(b, loc, rem(b, loc, lane, 4), e, j % e + 4 * e * (j / e));
+      return std::pair{k, div(b, loc, lane, 4)};
+    };
     if (i8) {
-      // mma.sync.m16n8k32 s8: 16 bytes of a and 8 of b per lane, in i32 registers.
-      mi.tileK = 32;
-      mi.aPerLane = 16;
-      mi.bPerLane = 8;
-      mi.a = [=](OpBuilder &b, Location loc, Value lane, int64_t j) {
-        Value row = affine(b, loc, div(b, loc, lane, 4), 1, 8 * ((j / 4) % 2));
-        Value k = affine(b, loc, rem(b, loc, lane, 4), 4, j % 4 + 16 * (j / 8));
-        return std::pair{row, k};
-      };
-      mi.b = [=](OpBuilder &b, Location loc, Value lane, int64_t j) {
-        Value k = affine(b, loc, rem(b, loc, lane, 4), 4, j % 4 + 16 * (j / 4));
-        return std::pair{k, div(b, loc, lane, 4)};
-      };
       mi.multiply = [=](OpBuilder &b, Location loc, Value a, Value bv, Value acc) {
         SmallVector<Value> args;
         for (Value fragment : {a, bv}) {
@@ -514,21 +519,6 @@ std::optional<MatrixInstruction> matrixInstructionFor(const AccumulatorTile &til
       };
       return mi;
     }
-    if (!f16 && !bf16)
-      return std::nullopt;
-    // mma.sync.m16n8k16 row.col: lane l is in group l / 4 at position l % 4.
-    mi.tileK = 16;
-    mi.aPerLane = 8;
-    mi.bPerLane = 4;
-    mi.a = [=](OpBuilder &b, Location loc, Value lane, int64_t j) {
-      Value row = affine(b, loc, div(b, loc, lane, 4), 1, 8 * ((j / 2) % 2));
-      Value k = affine(b, loc, rem(b, loc, lane, 4), 2, j % 2 + 8 * (j / 4));
-      return std::pair{row, k};
-    };
-    mi.b = [=](OpBuilder &b, Location loc, Value lane, int64_t j) {
-      Value k = affine(b, loc, rem(b, loc, lane, 4), 2, j % 2 + 8 * (j / 2));
-      return std::pair{k, div(b, loc, lane, 4)};
-    };
     mi.multiply = [=](OpBuilder &b, Location loc, Value a, Value bv, Value acc) {
       SmallVector<Value> args = pairsOf(b, loc, a, bf16);
       args.append(pairsOf(b, loc, bv, bf16));
@@ -589,7 +579,7 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
     stageBlock(rewriter, loc, dist, bv[0], bv[1], bv[2], bv[3], bv[4], ldsB, input, k, n);
     gpu::BarrierOp::create(rewriter, loc);
 
-    unsigned bytes = std::max(1u, input.getIntOrFloatBitWidth() / 8);
+    unsigned bytes = elementBytes(input);
     Type i64 = rewriter.getI64Type();
     auto load = [&](Value buffer, Value row, Value col, int64_t width) {
       Value index = arith::AddIOp::create(

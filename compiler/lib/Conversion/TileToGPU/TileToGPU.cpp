@@ -75,23 +75,19 @@ struct DistributedPattern : OpConversionPattern<Op> {
   const Distribution &dist;
 };
 
-struct ProgramIdLowering : OpConversionPattern<ProgramIdOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult matchAndRewrite(ProgramIdOp op, OpAdaptor, ConversionPatternRewriter &rewriter) const override {
-    Value id = gpu::BlockIdOp::create(rewriter, op.getLoc(), gpu::Dimension(op.getAxis()));
-    rewriter.replaceOpWithNewOp<arith::IndexCastUIOp>(op, rewriter.getI32Type(), id);
+/// program_id and num_programs: the workgroup's id and the grid's size along the axis.
+template <typename TileOp, typename GpuOp>
+struct GridQueryLowering : OpConversionPattern<TileOp> {
+  using OpConversionPattern<TileOp>::OpConversionPattern;
+  LogicalResult matchAndRewrite(TileOp op, typename TileOp::Adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Value index = GpuOp::create(rewriter, op.getLoc(), gpu::Dimension(op.getAxis()));
+    rewriter.replaceOpWithNewOp<arith::IndexCastUIOp>(op, rewriter.getI32Type(), index);
     return success();
   }
 };
-
-struct NumProgramsLowering : OpConversionPattern<NumProgramsOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult matchAndRewrite(NumProgramsOp op, OpAdaptor, ConversionPatternRewriter &rewriter) const override {
-    Value count = gpu::GridDimOp::create(rewriter, op.getLoc(), gpu::Dimension(op.getAxis()));
-    rewriter.replaceOpWithNewOp<arith::IndexCastUIOp>(op, rewriter.getI32Type(), count);
-    return success();
-  }
-};
+using ProgramIdLowering = GridQueryLowering<ProgramIdOp, gpu::BlockIdOp>;
+using NumProgramsLowering = GridQueryLowering<NumProgramsOp, gpu::GridDimOp>;
 
 struct MakeRangeLowering : DistributedPattern<MakeRangeOp> {
   using DistributedPattern::DistributedPattern;
@@ -139,8 +135,6 @@ struct AddPtrLowering : OpConversionPattern<AddPtrOp> {
     return success();
   }
 };
-
-unsigned bytesOf(Type type) { return std::max(1u, type.getIntOrFloatBitWidth() / 8); }
 
 // Runs move in and out of a thread's vector by shuffles, which every GPU conversion
 // lowers directly (strided-slice ops would need a vector-lowering pass first).
@@ -200,11 +194,10 @@ std::optional<SmallVector<Run>> contiguousRuns(ConversionPatternRewriter &rewrit
     if (layout.vec > 1) {
       // A view can start anywhere in its storage: the wide access needs its alignment
       // (NVIDIA faults on a misaligned ld.global.v4).
-      Value aligned = isAligned(rewriter, loc, run.ptr, layout.vec * bytesOf(element));
+      Value aligned = isAligned(rewriter, loc, run.ptr, layout.vec * elementBytes(element));
       run.full = run.full ? arith::AndIOp::create(rewriter, loc, run.full, aligned).getResult() : aligned;
       if (!run.mask)
-        run.mask = arith::ConstantOp::create(
-            rewriter, loc, DenseElementsAttr::get(VectorType::get({layout.vec}, rewriter.getI1Type()), true));
+        run.mask = allOnMask(rewriter, loc, {layout.vec});
     }
     runs.push_back(run);
   }
@@ -220,7 +213,7 @@ struct LoadLowering : DistributedPattern<LoadOp> {
       return failure();
     auto vectorType = dyn_cast<VectorType>(type);
     if (!vectorType) {
-      rewriter.replaceOpWithNewOp<LLVM::LoadOp>(op, type, adaptor.getPtr(), bytesOf(type));
+      rewriter.replaceOpWithNewOp<LLVM::LoadOp>(op, type, adaptor.getPtr(), elementBytes(type));
       return success();
     }
     if (isStagedByDots(op)) {
@@ -235,17 +228,16 @@ struct LoadLowering : DistributedPattern<LoadOp> {
     if (!runs) {
       Value mask = adaptor.getMask();
       if (!mask)
-        mask = arith::ConstantOp::create(
-            rewriter, loc, DenseElementsAttr::get(vectorType.clone(rewriter.getI1Type()), true));
+        mask = allOnMask(rewriter, loc, vectorType.getShape());
       rewriter.replaceOpWithNewOp<LLVM::masked_gather>(op, type, adaptor.getPtr(), mask, other,
-                                                       bytesOf(element));
+                                                       elementBytes(element));
       return success();
     }
     ThreadLayout layout = dist.of(op.getType());
     auto runType = VectorType::get({layout.vec}, element);
     // Runs start at multiples of vec elements from a base that torch allocates 16-byte
     // aligned; the launcher must keep that true for the pointers it passes.
-    unsigned align = layout.vec * bytesOf(element);
+    unsigned align = layout.vec * elementBytes(element);
     Value result = other;
     for (const Run &run : *runs) {
       auto plainLoad = [&](OpBuilder &b, Location l) -> Value {
@@ -261,7 +253,7 @@ struct LoadLowering : DistributedPattern<LoadOp> {
             [&](OpBuilder &b, Location l) { scf::YieldOp::create(b, l, plainLoad(b, l)); },
             [&](OpBuilder &b, Location l) {
               scf::YieldOp::create(b, l, Value(LLVM::MaskedLoadOp::create(b, l, runType, run.ptr, run.mask,
-                                                                          otherRun, bytesOf(element))));
+                                                                          otherRun, elementBytes(element))));
             });
         loaded = branch.getResult(0);
       }
@@ -279,7 +271,7 @@ struct StoreLowering : DistributedPattern<StoreOp> {
     Value value = adaptor.getValue();
     auto vectorType = dyn_cast<VectorType>(value.getType());
     if (!vectorType) {
-      LLVM::StoreOp::create(rewriter, loc, value, adaptor.getPtr(), bytesOf(value.getType()));
+      LLVM::StoreOp::create(rewriter, loc, value, adaptor.getPtr(), elementBytes(value.getType()));
       rewriter.eraseOp(op);
       return success();
     }
@@ -288,14 +280,13 @@ struct StoreLowering : DistributedPattern<StoreOp> {
     if (!runs) {
       Value mask = adaptor.getMask();
       if (!mask)
-        mask = arith::ConstantOp::create(
-            rewriter, loc, DenseElementsAttr::get(vectorType.clone(rewriter.getI1Type()), true));
-      LLVM::masked_scatter::create(rewriter, loc, value, adaptor.getPtr(), mask, bytesOf(element));
+        mask = allOnMask(rewriter, loc, vectorType.getShape());
+      LLVM::masked_scatter::create(rewriter, loc, value, adaptor.getPtr(), mask, elementBytes(element));
       rewriter.eraseOp(op);
       return success();
     }
     ThreadLayout layout = dist.of(op.getPtr().getType());
-    unsigned align = layout.vec * bytesOf(element);
+    unsigned align = layout.vec * elementBytes(element);
     for (const Run &run : *runs) {
       Value slice = sliceOf(rewriter, loc, value, run.first, layout.vec);
       if (!run.full) {
@@ -309,7 +300,7 @@ struct StoreLowering : DistributedPattern<StoreOp> {
             scf::YieldOp::create(b, l);
           },
           [&](OpBuilder &b, Location l) {
-            LLVM::MaskedStoreOp::create(b, l, slice, run.ptr, run.mask, bytesOf(element));
+            LLVM::MaskedStoreOp::create(b, l, slice, run.ptr, run.mask, elementBytes(element));
             scf::YieldOp::create(b, l);
           });
     }
@@ -336,7 +327,7 @@ int64_t accessElementsOf(func::FuncOp kernel) {
     else if (auto store = dyn_cast<StoreOp>(op))
       ptr = store.getPtr();
     if (ptr)
-      narrowest = std::min(narrowest, bytesOf(getPointeeType(ptr.getType())));
+      narrowest = std::min(narrowest, elementBytes(getPointeeType(ptr.getType())));
   });
   return 16 / narrowest;
 }
