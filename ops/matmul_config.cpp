@@ -15,15 +15,11 @@ const std::vector<std::string> &matmulKnobNames() {
 
 namespace {
 
-bool hasFeature(const Target &target, const std::string &feature) {
-  return ("," + target.features + ",").find(",+" + feature + ",") != std::string::npos;
-}
-
 /// The CPU keeps the BLOCK_M x BLOCK_N accumulator in vector registers for the whole K
 /// loop (see DotLowering.cpp): 8 x 32 f32 is 16 of the 32 AVX-512 registers, leaving
 /// room for the b row and the broadcasts; AVX2 has 16 registers of half the width.
 std::map<std::string, int64_t> cpuConfig(const Target &target, int64_t k) {
-  bool avx512 = hasFeature(target, "avx512f");
+  bool avx512 = target.hasFeature("avx512f");
   int64_t blockK = std::clamp<int64_t>(k, 16, 256);
   blockK = int64_t(1) << (63 - __builtin_clzll(uint64_t(blockK))); // a power of two <= k
   return {{"BLOCK_M", 8},

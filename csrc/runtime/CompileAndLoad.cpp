@@ -4,6 +4,7 @@
 #include "runtime/CpuJit.h"
 #include "runtime/DiskCache.h"
 #include "runtime/KernelKey.h"
+#include "runtime/StageDump.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/raw_ostream.h"
@@ -25,12 +26,21 @@ runtime::compileAndLoad(const ops::KernelSpec &spec, const Target &target) {
   kernel->key = kernelKey(spec, target, tileIr);
   kernel->spec = spec.str();
   DiskCache &disk = DiskCache::global();
+  std::string dumpDir = stageDumpDir();
   if (auto cached = disk.load(kernel->key, target)) {
     kernel->binary = std::move(*cached);
     kernel->fromDisk = true;
+    // The disk keeps no stages: a dump asked for compiles them again, off the hot path.
+    if (!dumpDir.empty())
+      dumpStages(dumpDir, spec, kernel->key, compileWithStages(spec, target));
   } else {
-    kernel->binary = compile(*module, target, ops::compileOptionsFor(spec));
+    CompileOptions options = ops::compileOptionsFor(spec);
+    options.keepStages = !dumpDir.empty();
+    kernel->binary = compile(*module, target, options);
     disk.store(kernel->key, kernel->binary);
+    if (!dumpDir.empty())
+      dumpStages(dumpDir, spec, kernel->key, kernel->binary);
+    kernel->binary.stages.clear();
   }
   // GPU binaries are loaded by the GpuLauncher, per device, at their first launch.
   if (target.kind == TargetKind::Cpu)

@@ -111,6 +111,19 @@ void DiskCache::setWarningHandler(std::function<void(const std::string &)> handl
   warningHandler() = std::move(handler);
 }
 
+std::string DiskCache::root() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return root_;
+}
+
+void DiskCache::setRoot(std::string root) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  root_ = std::move(root);
+  // A new folder gets its own chance to be writable, and its own warnings.
+  writable_ = !root_.empty();
+  warned_.clear();
+}
+
 bool DiskCache::writable() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return writable_;
@@ -127,8 +140,9 @@ void DiskCache::warnOnce(const std::string &kind, const std::string &message) {
   warningHandler()(message);
 }
 
-std::string DiskCache::entryPath(const std::string &key, const Target &target) const {
-  llvm::SmallString<256> path(root_);
+std::string DiskCache::entryPath(const std::string &root, const std::string &key,
+                                 const Target &target) const {
+  llvm::SmallString<256> path(root);
   llvm::sys::path::append(path, targetFolder(target), key);
   return path.str().str();
 }
@@ -140,30 +154,33 @@ void DiskCache::removeEntry(const std::string &path) {
     llvm::sys::fs::remove_directories(trash);
 }
 
-std::optional<Binary> DiskCache::load(const std::string &key, const Target &target) {
-  if (root_.empty())
+std::optional<DiskCache::Entry> DiskCache::loadEntry(const std::string &key, const Target &target,
+                                                     const char *payloadName,
+                                                     const char *remedy) {
+  std::string root = this->root();
+  if (root.empty())
     return std::nullopt;
-  std::string entry = entryPath(key, target);
+  std::string entry = entryPath(root, key, target);
   if (!llvm::sys::fs::is_directory(entry))
     return std::nullopt;
-  llvm::SmallString<256> binaryPath(entry), metaPath(entry);
-  llvm::sys::path::append(binaryPath, "binary");
+  llvm::SmallString<256> payloadPath(entry), metaPath(entry);
+  llvm::sys::path::append(payloadPath, payloadName);
   llvm::sys::path::append(metaPath, "meta.json");
-  for (const std::string &path : {root_, entry, std::string(binaryPath), std::string(metaPath)})
+  for (const std::string &path : {root, entry, std::string(payloadPath), std::string(metaPath)})
     if (llvm::sys::fs::exists(path) && !trusted(path)) {
       warnOnce("untrusted", "cache entry " + entry + " is not owned by this user or is writable "
                             "by others; it is not loaded and the kernel is compiled in memory");
       return std::nullopt;
     }
-  auto reject = [&](const std::string &why) -> std::optional<Binary> {
-    warnOnce("invalid:" + why, "cache entry " + entry + " is " + why + "; recompiling it");
+  auto reject = [&](const std::string &why) -> std::optional<Entry> {
+    warnOnce("invalid:" + why, "cache entry " + entry + " is " + why + "; " + remedy);
     removeEntry(entry);
     return std::nullopt;
   };
   auto metaText = llvm::MemoryBuffer::getFile(metaPath);
-  auto binaryText = llvm::MemoryBuffer::getFile(binaryPath, /*IsText=*/false,
-                                                /*RequiresNullTerminator=*/false);
-  if (!metaText || !binaryText)
+  auto payloadText = llvm::MemoryBuffer::getFile(payloadPath, /*IsText=*/false,
+                                                 /*RequiresNullTerminator=*/false);
+  if (!metaText || !payloadText)
     return reject("incomplete");
   auto meta = llvm::json::parse((*metaText)->getBuffer());
   if (!meta)
@@ -171,28 +188,47 @@ std::optional<Binary> DiskCache::load(const std::string &key, const Target &targ
   const llvm::json::Object *fields = meta->getAsObject();
   if (!fields)
     return reject("corrupt (meta.json is not an object)");
-  auto text = [&](const char *name) { return fields->getString(name).value_or("").str(); };
-  std::string object = (*binaryText)->getBuffer().str();
-  if (text("key") != key || text("target") != target.fullId())
+  Entry loaded;
+  for (const auto &[name, value] : *fields)
+    if (auto text = value.getAsString())
+      loaded.meta[name.str()] = text->str();
+  loaded.payload = (*payloadText)->getBuffer().str();
+  if (loaded.meta["key"] != key || loaded.meta["target"] != target.fullId())
     return reject("for another kernel or target");
-  if (fields->getInteger("size").value_or(-1) != int64_t(object.size()))
+  if (fields->getInteger("size").value_or(-1) != int64_t(loaded.payload.size()))
     return reject("truncated");
-  if (text("sha256") != sha256Hex(object))
+  if (loaded.meta["sha256"] != sha256Hex(loaded.payload))
     return reject("corrupt (checksum mismatch)");
+  return loaded;
+}
+
+std::optional<Binary> DiskCache::load(const std::string &key, const Target &target) {
+  auto entry = loadEntry(key, target, "binary", "recompiling it");
+  if (!entry)
+    return std::nullopt;
   Binary binary;
   binary.target = target;
-  binary.kernelName = text("kernel_name");
-  binary.entrySymbol = text("entry_symbol");
-  binary.blockThreads = fields->getInteger("block_threads").value_or(0);
-  binary.object = std::move(object);
+  binary.kernelName = entry->meta["kernel_name"];
+  binary.entrySymbol = entry->meta["entry_symbol"];
+  binary.blockThreads = std::atoi(entry->meta["block_threads"].c_str());
+  binary.object = std::move(entry->payload);
   ++loads_;
   return binary;
 }
 
-void DiskCache::store(const std::string &key, const Binary &binary) {
+std::optional<std::string> DiskCache::loadRecord(const std::string &key, const Target &target) {
+  auto entry = loadEntry(key, target, "record", "making it again");
+  if (!entry)
+    return std::nullopt;
+  return std::move(entry->payload);
+}
+
+void DiskCache::storeEntry(const std::string &key, const Target &target, const char *payloadName,
+                           const std::string &payload, MetaFields fields) {
   if (!writable())
     return;
-  std::string entry = entryPath(key, binary.target);
+  std::string root = this->root();
+  std::string entry = entryPath(root, key, target);
   if (llvm::sys::fs::is_directory(entry))
     return;
   std::string parent = llvm::sys::path::parent_path(entry).str();
@@ -203,7 +239,7 @@ void DiskCache::store(const std::string &key, const Binary &binary) {
       std::lock_guard<std::mutex> lock(mutex_);
       writable_ = false;
     }
-    warnOnce("unwritable", "the kernel cache directory " + root_ + " is not writable (" + what +
+    warnOnce("unwritable", "the kernel cache directory " + root + " is not writable (" + what +
                                ": " + std::strerror(errno) +
                                "); kernels are compiled in memory only (set TILE_CACHE_DIR to "
                                "a writable folder to keep them)");
@@ -213,19 +249,30 @@ void DiskCache::store(const std::string &key, const Binary &binary) {
   if (::mkdir(tmp.c_str(), 0700) != 0)
     return unwritable("creating " + tmp);
   llvm::json::Object meta{{"key", key},
-                          {"target", binary.target.fullId()},
-                          {"kernel_name", binary.kernelName},
-                          {"entry_symbol", binary.entrySymbol},
-                          {"block_threads", binary.blockThreads},
-                          {"size", int64_t(binary.object.size())},
-                          {"sha256", sha256Hex(binary.object)},
+                          {"target", target.fullId()},
+                          {"size", int64_t(payload.size())},
+                          {"sha256", sha256Hex(payload)},
                           {"compiler", compilerVersion()}};
+  for (auto &[name, value] : fields)
+    meta[name] = std::move(value);
   std::string metaText;
   llvm::raw_string_ostream(metaText) << llvm::json::Value(std::move(meta));
-  bool written = writeFile(tmp + "/binary", binary.object) &&
+  bool written = writeFile(tmp + "/" + payloadName, payload) &&
                  writeFile(tmp + "/meta.json", metaText);
-  // A rename onto an existing entry fails: another process stored the same kernel first,
+  // A rename onto an existing entry fails: another process stored the same entry first,
   // and its entry is as good as ours.
   if (!written || ::rename(tmp.c_str(), entry.c_str()) != 0)
     llvm::sys::fs::remove_directories(tmp);
+}
+
+void DiskCache::store(const std::string &key, const Binary &binary) {
+  storeEntry(key, binary.target, "binary", binary.object,
+             {{"kernel_name", binary.kernelName},
+              {"entry_symbol", binary.entrySymbol},
+              {"block_threads", std::to_string(binary.blockThreads)}});
+}
+
+void DiskCache::storeRecord(const std::string &key, const Target &target,
+                            const std::string &text) {
+  storeEntry(key, target, "record", text, {{"kind", "record"}});
 }

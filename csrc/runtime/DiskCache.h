@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -32,7 +33,15 @@ public:
   std::optional<Binary> load(const std::string &key, const Target &target);
   void store(const std::string &key, const Binary &binary);
 
-  const std::string &root() const { return root_; }
+  /// A small text record kept beside the kernels (a tuned config), as an entry of its
+  /// own with the same guarantees: <root>/<target>/<key>/{record, meta.json}.
+  std::optional<std::string> loadRecord(const std::string &key, const Target &target);
+  void storeRecord(const std::string &key, const Target &target, const std::string &text);
+
+  std::string root() const;
+  /// Moves the cache to another folder (torch_tile.config.cache_dir); "" turns it off.
+  /// Entries already stored stay where they are.
+  void setRoot(std::string root);
   /// False once the root proved unwritable (stores are skipped from then on).
   bool writable() const;
   /// Binaries loaded from disk so far.
@@ -43,7 +52,20 @@ public:
   static void setWarningHandler(std::function<void(const std::string &)> handler);
 
 private:
-  std::string entryPath(const std::string &key, const Target &target) const;
+  /// meta.json's text fields, beside the ones every entry has (key, target, size, sha256).
+  using MetaFields = std::map<std::string, std::string>;
+  struct Entry {
+    std::string payload;
+    MetaFields meta;
+  };
+  /// The entry if it is whole and trusted; a bad one is removed, with a warning that
+  /// names the `remedy` ("recompiling it").
+  std::optional<Entry> loadEntry(const std::string &key, const Target &target,
+                                 const char *payloadName, const char *remedy);
+  void storeEntry(const std::string &key, const Target &target, const char *payloadName,
+                  const std::string &payload, MetaFields meta);
+  std::string entryPath(const std::string &root, const std::string &key,
+                        const Target &target) const;
   void warnOnce(const std::string &kind, const std::string &message);
   void removeEntry(const std::string &path);
 

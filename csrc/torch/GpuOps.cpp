@@ -7,6 +7,7 @@
 // package provides CUDA; tests/device/build_torch_binding.sh on the GPU machine).
 #include "DTypes.h"
 #include "MatmulCall.h"
+#include "MatmulTuning.h"
 #include "VectorAddChecks.h"
 #include "runtime/DeviceTarget.h"
 #include "runtime/GpuLauncher.h"
@@ -14,6 +15,7 @@
 
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/ops/empty_like.h>
+#include <c10/cuda/CUDAGraphsC10Utils.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
 
@@ -129,8 +131,16 @@ at::Tensor matmulGpu(const char *op, const at::Tensor &a, const at::Tensor &b,
                                            /*contiguousRowsOfB=*/false);
   if (call->programs == 0)
     return call->c;
-  auto kernel = kernelFor(op, call->spec, target);
-  launch(op, *kernel, a, call->args, call->programs);
+  auto launchConfig = [&](const tile::ops::KernelSpec &spec, int64_t programs) {
+    launch(op, *kernelFor(op, spec, target), a, call->args, programs);
+  };
+  auto stream = at::cuda::getCurrentCUDAStream(a.get_device());
+  // Under CUDA graph capture nothing may run: a known winner is used, else the default.
+  bool capturing = c10::cuda::currentStreamCaptureStatusMayInitCtx() !=
+                   c10::cuda::CaptureStatus::None;
+  auto [spec, programs] = tile::binding::chooseMatmulConfig(
+      *call, target, launchConfig, [&] { stream.synchronize(); }, !capturing);
+  launchConfig(spec, programs);
   return call->c;
 }
 

@@ -1,6 +1,7 @@
 // tile::matmul and tile::matmul_leaky_relu on the CPU: one kernel compiled on first
 // call per (dtypes, config, target) that reads both operands through their strides.
 #include "MatmulCall.h"
+#include "MatmulTuning.h"
 #include "runtime/CpuLauncher.h"
 #include "runtime/KernelCache.h"
 
@@ -16,18 +17,23 @@ at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
                                            /*contiguousRowsOfB=*/true);
   if (call->programs == 0)
     return call->c;
-  auto kernel = tile::runtime::KernelCache::global().get(call->spec, target);
-  // A program computes BLOCK_M x BLOCK_N x K multiply-adds; tasks of at least ~1M of
-  // them pay for a thread.
-  int64_t perProgram = std::max<int64_t>(1, call->spec.config.at("BLOCK_M") *
-                                                call->spec.config.at("BLOCK_N") *
-                                                std::max<int64_t>(a.size(1), 1));
-  int64_t grain = std::max<int64_t>(1, (int64_t(1) << 20) / perProgram);
-  tile::runtime::launchCpu(*kernel, call->args,
-                           tile::runtime::Grid{static_cast<int32_t>(call->programs), 1, 1}, grain,
-                           [](int64_t begin, int64_t end, int64_t grainSize, const auto &body) {
-                             at::parallel_for(begin, end, grainSize, body);
-                           });
+  auto launch = [&](const tile::ops::KernelSpec &spec, int64_t programs) {
+    auto kernel = tile::runtime::KernelCache::global().get(spec, target);
+    // A program computes BLOCK_M x BLOCK_N x K multiply-adds; tasks of at least ~1M of
+    // them pay for a thread.
+    int64_t perProgram = std::max<int64_t>(1, spec.config.at("BLOCK_M") *
+                                                  spec.config.at("BLOCK_N") *
+                                                  std::max<int64_t>(a.size(1), 1));
+    int64_t grain = std::max<int64_t>(1, (int64_t(1) << 20) / perProgram);
+    tile::runtime::launchCpu(*kernel, call->args,
+                             tile::runtime::Grid{static_cast<int32_t>(programs), 1, 1}, grain,
+                             [](int64_t begin, int64_t end, int64_t grainSize, const auto &body) {
+                               at::parallel_for(begin, end, grainSize, body);
+                             });
+  };
+  auto [spec, programs] =
+      tile::binding::chooseMatmulConfig(*call, target, launch, [] {}, /*mayBenchmark=*/true);
+  launch(spec, programs);
   return call->c;
 }
 

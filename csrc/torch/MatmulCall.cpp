@@ -6,7 +6,9 @@
 #include <ATen/ops/empty.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <limits>
+#include <stdexcept>
 
 namespace {
 
@@ -54,7 +56,30 @@ int64_t maxOffset(const at::Tensor &t) {
   return (t.size(0) - 1) * t.stride(0) + (t.size(1) - 1) * t.stride(1);
 }
 
+int64_t programsFor(const std::map<std::string, int64_t> &config, int64_t m, int64_t n) {
+  int64_t blockM = config.at("BLOCK_M"), blockN = config.at("BLOCK_N");
+  return ((m + blockM - 1) / blockM) * ((n + blockN - 1) / blockN);
+}
+
 } // namespace
+
+std::pair<tile::ops::KernelSpec, int64_t>
+tile::binding::MatmulCall::withConfig(const std::map<std::string, int64_t> &knobs) const {
+  ops::KernelSpec tuned = spec;
+  const auto &names = ops::matmulKnobNames();
+  for (const auto &[name, value] : knobs) {
+    if (std::find(names.begin(), names.end(), name) == names.end())
+      throw std::invalid_argument("unknown matmul config knob '" + name + "'");
+    if (value < 0 || (name.rfind("BLOCK_", 0) == 0 && value == 0))
+      throw std::invalid_argument("matmul config knob " + name + " must be positive, got " +
+                                  std::to_string(value));
+    tuned.config[name] = value;
+  }
+  int64_t programs = programsFor(tuned.config, c.size(0), c.size(1));
+  if (programs > std::numeric_limits<int32_t>::max())
+    throw std::invalid_argument("the config needs more than 2**31 program instances");
+  return {tuned, programs};
+}
 
 std::unique_ptr<tile::binding::MatmulCall>
 tile::binding::prepareMatmul(const char *op, const at::Tensor &a, const at::Tensor &b,
@@ -83,8 +108,7 @@ tile::binding::prepareMatmul(const char *op, const at::Tensor &a, const at::Tens
       std::max({m, n, k, maxOffset(call->a), maxOffset(call->b), maxOffset(call->c)}) < int32Max;
   call->spec.config["index_bits"] = fits32 ? 32 : 64;
 
-  int64_t blockM = call->spec.config.at("BLOCK_M"), blockN = call->spec.config.at("BLOCK_N");
-  call->programs = ((m + blockM - 1) / blockM) * ((n + blockN - 1) / blockN);
+  call->programs = programsFor(call->spec.config, m, n);
   TORCH_CHECK(call->programs <= int32Max, op, ": a ", m, "x", n,
               " result needs more than 2**31 program instances");
   call->aPtr = call->a.data_ptr();

@@ -24,6 +24,10 @@ struct MatmulCall {
   int32_t narrow[9] = {};
   float slope = 0;
   void *args[13] = {};
+
+  /// The spec with `knobs` laid over this call's config (index_bits stays), and the
+  /// program instances it needs; throws std::invalid_argument for an unknown knob.
+  std::pair<ops::KernelSpec, int64_t> withConfig(const std::map<std::string, int64_t> &knobs) const;
 };
 
 /// Checks the operands (raising errors that name the problem), allocates c, and builds

@@ -4,6 +4,7 @@
 #include "tile/Compiler/Pipeline.h"
 #include "tile/Conversion/TileToCPU/TileToCPU.h"
 #include "tile/Dialect/Tile/IR/TileDialect.h"
+#include "tile/Target/CpuArch.h"
 #include "tile/Target/GpuArch.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -209,6 +210,11 @@ Binary tile::compile(mlir::ModuleOp module, const Target &target, const CompileO
     return binary;
   }
   binary.entrySymbol = mlir::tile::cpuEntryName(binary.kernelName);
+  module.walk([&](mlir::tile::DotOp dot) {
+    auto accumulator = mlir::cast<mlir::RankedTensorType>(dot.getType());
+    checkCpuAccumulator(accumulator.getDimSize(0), accumulator.getDimSize(1),
+                        std::max(1u, accumulator.getElementTypeBitWidth() / 8), target);
+  });
 
   mlir::PassManager toCpu(context);
   buildTileToCpuPipeline(toCpu);

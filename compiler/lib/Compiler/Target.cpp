@@ -22,6 +22,10 @@ std::string Target::str() const {
   return arch;
 }
 
+bool Target::hasFeature(const std::string &feature) const {
+  return ("," + features + ",").find(",+" + feature + ",") != std::string::npos;
+}
+
 std::string Target::fullId() const {
   return kind == TargetKind::Cpu ? str() + "[" + features + "]" : str();
 }

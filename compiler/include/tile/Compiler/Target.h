@@ -18,6 +18,8 @@ struct Target {
   std::string str() const;
   /// Everything that selects the machine code: str() plus the CPU features.
   std::string fullId() const;
+  /// Whether the CPU feature string enables `feature` ("avx512f").
+  bool hasFeature(const std::string &feature) const;
 
   /// Throws std::invalid_argument naming the accepted forms.
   static Target parse(const std::string &text);
