@@ -250,7 +250,7 @@ std::optional<Config> Autotuner::benchmark(const std::string &problem, const Tar
     } catch (const std::exception &error) {
       ++rejected;
       timings.push_back(
-          llvm::json::Object{{"config", configText(candidate)}, {"rejected", error.what()}});
+          llvm::json::Object{{"config", configText(candidate)}, {"rejected", std::string(error.what())}});
     }
   }
   progress.update(candidates.size(), bestSeconds);

@@ -20,7 +20,7 @@ std::string extensionOf(const std::string &stage, TargetKind kind) {
     return "ll";
   if (stage == "asm")
     return kind == TargetKind::Hip ? "amdgcn.s" : kind == TargetKind::Cuda ? "ptx" : "s";
-  return stage + ".mlir"; // tile, tile-cpu, tile-gpu
+  return "mlir"; // tile, tile-cpu, tile-gpu
 }
 
 bool writeText(const std::string &path, const std::string &text) {

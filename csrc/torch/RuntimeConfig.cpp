@@ -8,6 +8,7 @@
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
+#include <cstdlib>
 #include <sstream>
 
 namespace {
@@ -19,19 +20,25 @@ void setAutotune(bool enabled, double progressAfterSeconds) {
   Autotuner::global().setProgressAfter(progressAfterSeconds);
 }
 
-/// `values` holds the candidates one after another, each as len(knob_names) values.
-void setAutotuneCandidates(std::string op, std::string family, std::vector<std::string> knobNames,
-                           std::vector<int64_t> values) {
+/// Each candidate as "BLOCK_M=128,BLOCK_N=64,...": the knobs it sets (the others keep
+/// the call's default).
+void setAutotuneCandidates(std::string op, std::string family, std::vector<std::string> configs) {
   TORCH_CHECK(family == "cpu" || family == "hip" || family == "cuda",
               "set_autotune_candidates: no target family '", family, "' (cpu, hip, cuda)");
-  TORCH_CHECK(!knobNames.empty() ? values.size() % knobNames.size() == 0 : values.empty(),
-              "set_autotune_candidates: ", values.size(), " values do not make whole configs of ",
-              knobNames.size(), " knobs");
   std::vector<tile::runtime::Config> candidates;
-  for (size_t start = 0; start < values.size(); start += knobNames.size()) {
+  for (const std::string &text : configs) {
     tile::runtime::Config config;
-    for (size_t i = 0; i < knobNames.size(); ++i)
-      config[knobNames[i]] = values[start + i];
+    std::istringstream fields(text);
+    std::string field;
+    while (std::getline(fields, field, ',')) {
+      size_t equals = field.find('=');
+      char *end = nullptr;
+      long long value = equals == std::string::npos ? 0 : std::strtoll(field.c_str() + equals + 1, &end, 10);
+      TORCH_CHECK(equals != std::string::npos && equals > 0 && end && *end == '\0' &&
+                      end != field.c_str() + equals + 1,
+                  "set_autotune_candidates: '", field, "' in '", text, "' is not KNOB=integer");
+      config[field.substr(0, equals)] = value;
+    }
     candidates.push_back(std::move(config));
   }
   Autotuner::global().setCandidates(op, family, std::move(candidates));
@@ -62,7 +69,7 @@ void setDumpDir(std::optional<std::string> dir) {
 
 TORCH_LIBRARY_FRAGMENT(tile_runtime, m) {
   m.def("set_autotune(bool enabled, float progress_after_seconds) -> ()", setAutotune);
-  m.def("set_autotune_candidates(str op, str family, str[] knob_names, int[] values) -> ()",
+  m.def("set_autotune_candidates(str op, str family, str[] configs) -> ()",
         setAutotuneCandidates);
   m.def("autotune_stats() -> str", autotuneStats);
   m.def("clear_tuning() -> ()", clearTuning);

@@ -25,9 +25,9 @@ def _load_ops_library() -> None:
 
 _load_ops_library()
 
-from . import ops, runtime  # noqa: E402,F401  (need the library loaded)
+from . import config, ops, runtime  # noqa: E402,F401  (need the library loaded)
 
-__all__ = ["runtime", "library_path", "__version__"]
+__all__ = ["config", "runtime", "library_path", "__version__"]
 
 
 def library_path() -> str:

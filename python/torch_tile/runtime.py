@@ -31,3 +31,15 @@ def compiler_version() -> str:
 def cache_dir() -> str:
     """The disk cache folder: ``$TILE_CACHE_DIR``, else ``~/.cache/torch_tile``."""
     return torch.ops.tile_runtime.cache_dir()
+
+
+def autotune_stats() -> dict:
+    """Autotuner counters: ``{"benchmarked": problems tuned by running candidates,
+    "disk_loads": problems whose winner came from the disk cache, "candidates_run",
+    "candidates_rejected"}`` (rejected: refused by the compiler's resource check)."""
+    return json.loads(torch.ops.tile_runtime.autotune_stats())
+
+
+def clear_tuning() -> None:
+    """Forget the autotuning winners held in memory (those on disk stay)."""
+    torch.ops.tile_runtime.clear_tuning()
