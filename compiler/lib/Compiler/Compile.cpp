@@ -210,11 +210,14 @@ Binary tile::compile(mlir::ModuleOp module, const Target &target, const CompileO
     return binary;
   }
   binary.entrySymbol = mlir::tile::cpuEntryName(binary.kernelName);
+  // Collected first and checked after the walk: no exception may unwind through MLIR.
+  std::vector<mlir::RankedTensorType> accumulators;
   module.walk([&](mlir::tile::DotOp dot) {
-    auto accumulator = mlir::cast<mlir::RankedTensorType>(dot.getType());
+    accumulators.push_back(mlir::cast<mlir::RankedTensorType>(dot.getType()));
+  });
+  for (mlir::RankedTensorType accumulator : accumulators)
     checkCpuAccumulator(accumulator.getDimSize(0), accumulator.getDimSize(1),
                         std::max(1u, accumulator.getElementTypeBitWidth() / 8), target);
-  });
 
   mlir::PassManager toCpu(context);
   buildTileToCpuPipeline(toCpu);
