@@ -1,6 +1,8 @@
-"""`make run`: vector_add and matmul compiled on first call, cached, checked and timed against torch.
+"""`make run`: vector_add and matmul compiled on first call, cached, checked and timed against
+torch, then a small model under torch.compile(backend="tile"). Runs on the GPU when one is
+present and this build has GPU kernels, else on the CPU.
 
-    python -m torch_tile.demo [--size N] [--repeats R] [--matmul-size S]
+    python -m torch_tile.demo [--size N] [--repeats R] [--matmul-size S] [--device cpu|cuda]
 """
 
 import argparse
@@ -15,22 +17,37 @@ from torch_tile import runtime
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
-def median_seconds(fn, repeats):
+def median_seconds(fn, repeats, device=torch.device("cpu")):
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     fn()
+    sync()
     samples = []
     for _ in range(repeats):
         start = time.perf_counter()
         fn()
+        sync()
         samples.append(time.perf_counter() - start)
     return statistics.median(samples)
 
 
-def describe_gpu():
+def gpu_kernels_built():
+    """Whether this build registered the ops for GPU tensors (torch with CUDA or ROCm)."""
+    return torch._C._dispatch_has_kernel_for_dispatch_key("tile::matmul", "CUDA")
+
+
+def default_device():
+    return "cuda" if torch.cuda.is_available() and gpu_kernels_built() else "cpu"
+
+
+def describe_device(device):
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        arch = getattr(props, "gcnArchName", "") or f"sm_{props.major}{props.minor}"
+        return f"{props.name} ({arch}); kernels compiled for it on first call"
     if torch.cuda.is_available():
-        name = torch.cuda.get_device_name(0)
-        return (f"{name} found, but this build launches tile kernels on the CPU only "
-                "(GPU kernels are compiled offline, not yet launched from torch); running on the CPU")
-    return "none found; running on the CPU"
+        return (f"CPU; {torch.cuda.get_device_name(0)} found, but this build of torch_tile has "
+                "no GPU kernels (build it against a torch with CUDA or ROCm)")
+    return f"CPU {runtime.host_target()}, {torch.get_num_threads()} threads (no GPU found)"
 
 
 # (input dtype, out_dtype, bound on the relative Frobenius error against float64)
@@ -43,17 +60,17 @@ MATMUL_CASES = [
 ]
 
 
-def random_matrix(rows, cols, dtype):
+def random_matrix(rows, cols, dtype, device):
     if dtype == torch.int8:
-        return torch.randint(-128, 128, (rows, cols), dtype=dtype)
-    return (torch.randn(rows, cols) / cols**0.25).to(dtype)
+        return torch.randint(-128, 128, (rows, cols), dtype=dtype, device=device)
+    return (torch.randn(rows, cols, device=device) / cols**0.25).to(dtype)
 
 
 def relative_error(out, ref):
     return ((out.double() - ref).norm() / ref.norm().clamp_min(1e-300)).item()
 
 
-def run_matmul(size, repeats):
+def run_matmul(size, repeats, device):
     """Both matmul ops on size^3 problems: compile time, parity, speed against torch."""
     print(f"\nop     : torch.ops.tile.matmul / matmul_leaky_relu(negative_slope=0.01), "
           f"{size}x{size}x{size}\n")
@@ -67,7 +84,8 @@ def run_matmul(size, repeats):
         for dtype, out_dtype, bound in MATMUL_CASES:
             if leaky and dtype == torch.int8:
                 continue
-            a, b = random_matrix(size, size, dtype), random_matrix(size, size, dtype)
+            a = random_matrix(size, size, dtype, device)
+            b = random_matrix(size, size, dtype, device)
             kwargs = {} if out_dtype is None else {"out_dtype": out_dtype}
             if leaky:
                 def tile_fn():
@@ -79,8 +97,8 @@ def run_matmul(size, repeats):
                 def tile_fn():
                     return torch.ops.tile.matmul(a, b, **kwargs)
 
-                def torch_fn():  # torch has no int8 matmul on the CPU
-                    return torch.matmul(a.int(), b.int())
+                def torch_fn():  # torch has no plain int8 matmul
+                    return torch.matmul(a.float(), b.float())
             else:
                 def tile_fn():
                     return torch.ops.tile.matmul(a, b, **kwargs)
@@ -96,8 +114,8 @@ def run_matmul(size, repeats):
             error = relative_error(out, ref)
             ok = error <= bound and out.dtype == (out_dtype or dtype)
             all_ok &= ok
-            tile_s = median_seconds(tile_fn, repeats)
-            torch_s = median_seconds(torch_fn, repeats)
+            tile_s = median_seconds(tile_fn, repeats, device)
+            torch_s = median_seconds(torch_fn, repeats, device)
             name = str(dtype).removeprefix("torch.")
             if out_dtype is not None:
                 name += " -> " + str(out_dtype).removeprefix("torch.")
@@ -105,7 +123,7 @@ def run_matmul(size, repeats):
             print(f"{op:<18} {name:<18} {first_ms:>8.1f} ms {error:>9.1e} "
                   f"{flops / tile_s / 1e9:>7.1f} GF/s {flops / torch_s / 1e9:>7.1f} GF/s "
                   f"{torch_s / tile_s:>9.2f}x{'' if ok else '  FAIL'}")
-    print("\ntorch = torch.matmul (then leaky_relu); for int8, torch.matmul in int32.")
+    print("\ntorch = torch.matmul (then leaky_relu); for int8, torch.matmul in float32.")
     return all_ok
 
 
@@ -114,11 +132,12 @@ def main(argv=None):
     parser.add_argument("--size", type=int, default=2**20 + 3, help="elements per tensor")
     parser.add_argument("--repeats", type=int, default=50)
     parser.add_argument("--matmul-size", type=int, default=512, help="M = N = K of the matmuls")
+    parser.add_argument("--device", default=default_device(), choices=("cpu", "cuda"))
     args = parser.parse_args(argv)
+    device = torch.device(args.device)
 
     print(f"{runtime.compiler_version()}, torch {torch.__version__}")
-    print(f"target : {runtime.host_target()} (host CPU, {torch.get_num_threads()} threads)")
-    print(f"GPU    : {describe_gpu()}")
+    print(f"device : {describe_device(device)}")
     print(f"op     : torch.ops.tile.vector_add on {args.size} elements\n")
 
     runtime.clear_cache()
@@ -128,8 +147,8 @@ def main(argv=None):
     print("-" * len(header))
     all_ok = True
     for name, dtype in DTYPES.items():
-        a = torch.randn(args.size).to(dtype)
-        b = torch.randn(args.size).to(dtype)
+        a = torch.randn(args.size, device=device).to(dtype)
+        b = torch.randn(args.size, device=device).to(dtype)
 
         before = runtime.cache_stats()
         start = time.perf_counter()
@@ -143,15 +162,16 @@ def main(argv=None):
         cache = "hit" if compiled and hit else "MISS"
 
         parity = torch.equal(out, a + b)
-        tile_s = median_seconds(lambda: torch.ops.tile.vector_add(a, b), args.repeats)
-        torch_s = median_seconds(lambda: torch.add(a, b), args.repeats)
+        tile_s = median_seconds(lambda: torch.ops.tile.vector_add(a, b), args.repeats, device)
+        torch_s = median_seconds(lambda: torch.add(a, b), args.repeats, device)
         all_ok &= parity and compiled and hit
         print(f"{name:<9} {first_ms:>8.1f} ms {cache:>9} {'OK' if parity else 'FAIL':>7} "
               f"{tile_s * 1e6:>7.1f} us {torch_s * 1e6:>7.1f} us {torch_s / tile_s:>9.2f}x")
 
-    all_ok &= run_matmul(args.matmul_size, max(3, args.repeats // 10))
+    all_ok &= run_matmul(args.matmul_size, max(3, args.repeats // 10), device)
 
-    print("\nfirst call = compile (tile IR -> MLIR passes -> LLVM -> x86 object -> ORC JIT) + run,")
+    machine_code = "GPU code object" if device.type == "cuda" else "x86 object -> ORC JIT"
+    print(f"\nfirst call = compile (tile IR -> MLIR passes -> LLVM -> {machine_code}) + run,")
     print(f"             or a load from the disk cache {runtime.cache_dir()} "
           f"({runtime.cache_stats()['disk_loads']} loaded this run);")
     print("tile/torch = torch time / tile time per call (above 1: tile is faster).")
