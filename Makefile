@@ -25,10 +25,15 @@ $(BUILD)/build.ninja: | setup
 build: setup $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
-# Editable install: torch_tile imports from python/, where CMake puts the libraries.
-install: build
-	@$(PY) -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('torch_tile') is None)" 2>/dev/null || \
-	  $(PY) -m pip install -q --no-build-isolation --no-deps -e .
+# Editable install: torch_tile imports from python/, where CMake puts the libraries. It is
+# redone when the packaging changes: the metadata holds the torch_dynamo_backends entry point.
+INSTALLED := $(VENV)/.torch_tile-installed
+
+install: build $(INSTALLED)
+
+$(INSTALLED): setup.py pyproject.toml | build
+	$(PY) -m pip install -q --no-build-isolation --no-deps -e .
+	touch $@
 
 lit:
 	$(VENV)/bin/lit -sv tests/lit

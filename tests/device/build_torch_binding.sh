@@ -28,9 +28,7 @@ if [ "$rocm" = 1 ]; then gpu_libs=(-ltorch_hip -lc10_hip); defines=(-DUSE_ROCM);
 g++ -O2 -std=c++17 -shared -fPIC -fopenmp -D_GLIBCXX_USE_CXX11_ABI="$abi" "${defines[@]}" \
   -I"$torch_dir/include" -I"$torch_dir/include/torch/csrc/api/include" -I"$cuda_home/include" \
   -Icsrc -Iops/include -Icompiler/include \
-  csrc/torch/Registration.cpp csrc/torch/Autograd.cpp csrc/torch/Matmul.cpp csrc/torch/MatmulCall.cpp \
-  csrc/torch/VectorAdd.cpp csrc/torch/RuntimeInfo.cpp csrc/torch/OfflineCompile.cpp \
-  csrc/torch/GpuOps.cpp \
+  csrc/torch/*.cpp \
   -L"$lib" -ltorch_tile_core -L"$torch_dir/lib" -ltorch -ltorch_cpu -lc10 "${gpu_libs[@]}" \
   -Wl,-rpath,'$ORIGIN' -Wl,-rpath,"$torch_dir/lib" \
   -o "$lib/libtorch_tile_ops.so"

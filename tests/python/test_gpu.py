@@ -146,3 +146,44 @@ def test_gpu_arch_without_a_lowering_is_a_clear_error():
     assert result.returncode == 0, result.stderr
     assert "raised:" in result.stdout and "sm_75" in result.stdout, result.stdout
     assert "not one torch-tile compiles for" in result.stdout
+
+
+GPU_CANDIDATES = [{"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4},
+                  {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "num_warps": 8},
+                  {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 64}]  # > 1024 threads
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
+def test_autotuning_on_the_gpu(tmp_path, dtype):
+    from torch_tile import config, runtime
+
+    family = "hip" if torch.version.hip else "cuda"
+    runtime.clear_tuning()
+    with config.patch(autotune=True, cache_dir=tmp_path,
+                      autotune_configs={"matmul": {family: GPU_CANDIDATES}}):
+        before = runtime.autotune_stats()
+        a, b = matrices((300, 200, 96), dtype)
+        out = torch.ops.tile.matmul(a, b)
+        after = runtime.autotune_stats()
+        assert relative_error(out, a.double() @ b.double()) <= (1e-5 if dtype == torch.float32
+                                                                 else 2e-3)
+        assert after["benchmarked"] - before["benchmarked"] == 1
+        assert after["candidates_run"] - before["candidates_run"] == 2
+        assert after["candidates_rejected"] - before["candidates_rejected"] == 1
+
+        # Under graph capture nothing is benchmarked: a new bucket runs the default.
+        stream = torch.cuda.Stream()
+        a2, b2 = matrices((40, 50, 30), dtype)
+        with torch.cuda.stream(stream):
+            with config.patch(autotune=False):
+                torch.ops.tile.matmul(a2, b2)  # compiles and loads the default kernel
+            runtime.clear_tuning()
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, stream=stream):
+                captured = torch.ops.tile.matmul(a2, b2)
+        graph.replay()
+        torch.cuda.synchronize()
+        assert runtime.autotune_stats()["benchmarked"] == 0
+        assert relative_error(captured, a2.double() @ b2.double()) <= (
+            1e-5 if dtype == torch.float32 else 2e-3)
+    runtime.clear_tuning()
