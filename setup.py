@@ -44,5 +44,8 @@ setup(
     package_data={"torch_tile": ["lib/*.so"]},
     python_requires=">=3.10",
     install_requires=["torch"],
+    # torch.compile(backend="tile") finds the backend here, with no import by the user
+    # (torch/_dynamo/backends/registry.py reads this group on its first lookup).
+    entry_points={"torch_dynamo_backends": ["tile = torch_tile.backend:tile_backend"]},
     cmdclass={"build_py": BuildPyWithNative},
 )

@@ -25,9 +25,11 @@ def _load_ops_library() -> None:
 
 _load_ops_library()
 
-from . import config, ops, runtime  # noqa: E402,F401  (need the library loaded)
+from . import config, inductor, ops, runtime  # noqa: E402,F401  (need the library loaded)
 
-__all__ = ["config", "runtime", "library_path", "__version__"]
+inductor.install_from_environment()
+
+__all__ = ["config", "inductor", "runtime", "library_path", "__version__"]
 
 
 def library_path() -> str:

@@ -1,0 +1,208 @@
+"""Rewrites of Inductor's post-grad aten graphs onto the tile ops, shared by the "tile"
+torch.compile backend (backend.py) and the hook into the default Inductor (inductor.py).
+
+They run as a post-grad pass after Inductor's own (post_grad_custom_post_pass), on every
+graph Inductor lowers: the inference graph, and the forward and the backward of training.
+By then the partitioner has fixed what the forward saves, so a rewrite sees everything that
+reads a value it replaces, and Inductor's patterns have settled which GEMMs are mm and which
+addmm. There, leaky_relu(x, slope) is decomposed into where(gt(x, 0), x, mul(x, slope)) and
+its backward reads the mask gt(x, 0), which the forward computes and saves. (On the joint
+graph that mask could be recomputed in the backward from the fused output, saving one byte
+per element; not worth a second place to rewrite.)
+"""
+
+import logging
+import math
+
+import torch
+from torch._guards import detect_fake_mode
+from torch._inductor.custom_graph_pass import CustomGraphPass, get_hash_for_files
+from torch._prims_common import is_contiguous_or_false
+from torch._subclasses.fake_tensor import unset_fake_temporarily
+from torch.fx.experimental.symbolic_shapes import statically_known_true, sym_eq
+
+aten = torch.ops.aten
+tile = torch.ops.tile
+log = logging.getLogger(__name__)
+
+# What the tile kernels take, other than int8 (which aten graphs express as _int_mm; left
+# to Inductor) and out_dtype (aten.mm.dtype; left to Inductor too).
+FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+DEVICE_TYPES = ("cpu", "cuda")
+
+# The smallest add, in elements, from which tile.vector_add beats the kernel Inductor
+# generates for an add that nothing fuses with, per device type; absent: never.
+# benchmarks/bench_graph_add.py (results/bench_graph_add_cpu.json) times both inside
+# Inductor-compiled functions on this project's znver5 CPU, 2 threads: tile.vector_add runs
+# at 0.75-0.98x of Inductor's speed for float32, float16 and bfloat16 from 2**10 to 2**22
+# elements (2-4 us more per call when small: the op's call through the dispatcher), and at
+# 0.99-1.04x at 2**24, where both wait on memory (within run-to-run noise); with 1 thread,
+# 0.76-1.04x at every size. On an H200 it runs at 0.85-0.99x of eager torch.add
+# (results/bench_vector_add_cuda.json); Inductor's own add was not timed there. List a
+# device here once a measurement shows a size from which tile wins.
+VECTOR_ADD_MIN_ELEMENTS: dict[str, int] = {}
+
+# Kernels Inductor calls as they are: no pointwise kernel fuses into their inputs or outputs.
+_TILE_OPS = (tile.matmul.default, tile.matmul_leaky_relu.default, tile.vector_add.default)
+
+
+def _val(node):
+    return node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+
+
+def _on_tile_device(*tensors) -> bool:
+    if not all(isinstance(t, torch.Tensor) for t in tensors):
+        return False
+    first = tensors[0]
+    return (first.device.type in DEVICE_TYPES and first.dtype in FLOAT_DTYPES
+            and all(t.device == first.device and t.dtype == first.dtype for t in tensors))
+
+
+def _is_tile_matmul(a, b) -> bool:
+    return _on_tile_device(_val(a), _val(b)) and _val(a).dim() == 2 and _val(b).dim() == 2
+
+
+def _insert_after(node, target, args):
+    """A call of `target` right after `node`, with its fake value for later passes."""
+    graph = node.graph
+    with graph.inserting_after(node):
+        new = graph.call_function(target, args)
+    fake_args = [_val(arg) if isinstance(arg, torch.fx.Node) else arg for arg in args]
+    with unset_fake_temporarily(), detect_fake_mode(fake_args):
+        new.meta["val"] = target(*fake_args)
+    if "stack_trace" in node.meta:
+        new.meta["stack_trace"] = node.meta["stack_trace"]
+    return new
+
+
+def _leaky_relu_parts(where):
+    """(x, slope, mask, scaled) when `where` is leaky_relu(x, slope) as decomposed."""
+    if where.target != aten.where.self:
+        return None
+    mask, x, scaled = where.args
+    if not (isinstance(mask, torch.fx.Node) and isinstance(scaled, torch.fx.Node)):
+        return None
+    if not (mask.target == aten.gt.Scalar and mask.args == (x, 0)):
+        return None
+    if not (scaled.target == aten.mul.Tensor and scaled.args[0] is x):
+        return None
+    slope = scaled.args[1]
+    if isinstance(slope, bool) or not isinstance(slope, (int, float)) or not math.isfinite(slope):
+        return None
+    return x, float(slope), mask, scaled
+
+
+def fuse_matmul_leaky_relu(graph: torch.fx.Graph) -> int:
+    """leaky_relu(mm(a, b)) -> tile.matmul_leaky_relu(a, b); returns how many were fused.
+
+    Only where nothing else reads mm's output. The backward's mask gt(mm, 0) may read the
+    fused output instead when slope >= 0: the output is then > 0 exactly where mm's is.
+    """
+    fused_count = 0
+    for where in list(graph.nodes):
+        parts = _leaky_relu_parts(where)
+        if parts is None:
+            continue
+        x, slope, mask, scaled = parts
+        if x.target != aten.mm.default or not _is_tile_matmul(*x.args):
+            continue
+        masks = [user for user in x.users if user.target == aten.gt.Scalar
+                 and user.args == (x, 0)]
+        if set(x.users) != {where, scaled, *masks} or set(scaled.users) != {where}:
+            continue
+        masks_read_elsewhere = any(set(m.users) != {where} for m in masks)
+        if masks_read_elsewhere and slope < 0:
+            continue
+        fused = _insert_after(x, tile.matmul_leaky_relu.default, (*x.args, slope))
+        where.replace_all_uses_with(fused)
+        graph.erase_node(where)
+        graph.erase_node(scaled)
+        for m in masks:
+            if m.users:
+                m.replace_input_with(x, fused)
+            else:
+                graph.erase_node(m)
+        graph.erase_node(x)
+        fused_count += 1
+    return fused_count
+
+
+def matmul_to_tile(graph: torch.fx.Graph) -> int:
+    """mm(a, b) -> tile.matmul(a, b), addmm(bias, a, b) -> tile.matmul(a, b) + bias.
+
+    The bias is a plain aten add, so Inductor fuses it into the pointwise ops after it.
+    """
+    rewritten = 0
+    for node in list(graph.nodes):
+        if node.target == aten.mm.default:
+            a, b = node.args
+            bias = None
+        elif node.target == aten.addmm.default and node.kwargs.get("beta", 1) == 1 \
+                and node.kwargs.get("alpha", 1) == 1:
+            bias, a, b = node.args
+            if not _on_tile_device(_val(a), _val(bias)):
+                continue
+        else:
+            continue
+        if not _is_tile_matmul(a, b):
+            continue
+        product = _insert_after(node, tile.matmul.default, (a, b))
+        result = product if bias is None else _insert_after(product, aten.add.Tensor,
+                                                            (product, bias))
+        node.replace_all_uses_with(result)
+        graph.erase_node(node)
+        rewritten += 1
+    return rewritten
+
+
+def _fuses_with_nothing(node) -> bool:
+    """Inductor makes no kernel of `node` that an add reading it could join."""
+    return node.op in ("placeholder", "output") or node.target in _TILE_OPS
+
+
+def add_to_vector_add(graph: torch.fx.Graph, min_elements: dict[str, int]) -> int:
+    """Same-shape add(a, b) -> tile.vector_add(a, b) where nothing would fuse with the add:
+    a and b come from graph inputs or tile kernels and are read by nothing Inductor would
+    fuse (a sibling pointwise kernel could otherwise read them once with the add), the sum
+    goes only to tile kernels or the output, and it has at least min_elements[device type].
+    """
+    rewritten = 0
+    for node in list(graph.nodes):
+        if node.target != aten.add.Tensor or node.kwargs.get("alpha", 1) != 1:
+            continue
+        a, b = node.args
+        out = _val(node)
+        if not (_on_tile_device(_val(a), _val(b), out) and is_contiguous_or_false(out)
+                and statically_known_true(sym_eq(_val(a).shape, _val(b).shape))):
+            continue
+        threshold = min_elements.get(out.device.type)
+        if threshold is None or not statically_known_true(out.numel() >= threshold):
+            continue
+        neighbours = [*a.users, *b.users, a, b, *node.users]
+        if not all(n is node or _fuses_with_nothing(n) for n in neighbours):
+            continue
+        summed = _insert_after(node, tile.vector_add.default, (a, b))
+        node.replace_all_uses_with(summed)
+        graph.erase_node(node)
+        rewritten += 1
+    return rewritten
+
+
+class TileRewritePass(CustomGraphPass):
+    """The rewrites above as an Inductor post-grad pass; `uuid` keys Inductor's caches."""
+
+    def __init__(self, *, matmul: bool, vector_add_min_elements: dict[str, int] | None = None):
+        self.matmul = matmul
+        self.vector_add_min_elements = vector_add_min_elements or {}
+
+    def __call__(self, graph: torch.fx.Graph) -> None:
+        counts = {"matmul_leaky_relu": fuse_matmul_leaky_relu(graph)}
+        if self.matmul:
+            counts["matmul"] = matmul_to_tile(graph)
+        if self.vector_add_min_elements:
+            counts["vector_add"] = add_to_vector_add(graph, self.vector_add_min_elements)
+        log.debug("tile rewrites: %s", counts)
+
+    def uuid(self) -> bytes:
+        settings = repr((self.matmul, sorted(self.vector_add_min_elements.items())))
+        return get_hash_for_files((__file__,), extra=settings)

@@ -1,0 +1,81 @@
+"""Tile kernels inside the default Inductor backend (torch.compile(model) as it is), opt in:
+
+    import torch_tile.inductor
+    torch_tile.inductor.install()    # or TILE_INDUCTOR=1 before `import torch_tile`
+
+install() changes Inductor's config for this process:
+- post_grad_custom_post_pass gains graph_rewrites' mm + leaky_relu fusion into
+  tile.matmul_leaky_relu (a CustomGraphPass, so the FX graph cache keys on it);
+- inductor_choices_class becomes gemm_choices.TileGemmChoices, which offers tile.matmul
+  to max-autotune's GEMM benchmarking while max_autotune or max_autotune_gemm is on and
+  "TILE" is in max_autotune_gemm_backends;
+- "TILE" joins max_autotune_gemm_backends, unless TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS
+  chose that list.
+uninstall() puts back what install() found. This module imports no Inductor code until
+install() runs, so `import torch_tile` stays as fast without TILE_INDUCTOR.
+"""
+
+import os
+import warnings
+
+ENVIRONMENT_VARIABLE = "TILE_INDUCTOR"
+
+# What install() replaced, for uninstall(); None while not installed.
+_replaced: dict | None = None
+
+
+def install() -> None:
+    """Hooks the tile kernels into Inductor; calling it again changes nothing."""
+    global _replaced
+    if _replaced is not None:
+        return
+    from torch._inductor import config
+    from torch._inductor.custom_graph_pass import get_custom_graph_passes
+    from torch._inductor.virtualized import V
+
+    from .gemm_choices import TILE_GEMM_BACKEND, TileGemmChoices, gemm_backends
+    from .graph_rewrites import TileRewritePass
+
+    _replaced = {"post_grad_custom_post_pass": config.post_grad_custom_post_pass,
+                 "inductor_choices_class": config.inductor_choices_class,
+                 "max_autotune_gemm_backends": config.max_autotune_gemm_backends,
+                 "choices_handler": V.choices}
+    fusion = TileRewritePass(matmul=False)
+    config.post_grad_custom_post_pass = [
+        *get_custom_graph_passes(config.post_grad_custom_post_pass), fusion]
+    if config.inductor_choices_class is None:
+        config.inductor_choices_class = TileGemmChoices
+        # Inductor keeps one choices object per thread from its first use: replace this
+        # thread's; other threads build theirs from the config.
+        V.set_choices_handler(TileGemmChoices())
+    else:
+        warnings.warn(f"torch_tile: torch._inductor.config.inductor_choices_class is already "
+                      f"{config.inductor_choices_class!r}; max-autotune will not be offered "
+                      f"tile.matmul (the mm + leaky_relu fusion is installed)")
+    if ("TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS" not in os.environ
+            and TILE_GEMM_BACKEND not in gemm_backends()):
+        config.max_autotune_gemm_backends += f",{TILE_GEMM_BACKEND}"
+
+
+def uninstall() -> None:
+    """Restores the Inductor config that install() changed."""
+    global _replaced
+    if _replaced is None:
+        return
+    from torch._inductor import config
+    from torch._inductor.virtualized import V
+
+    replaced, _replaced = _replaced, None
+    V.set_choices_handler(replaced.pop("choices_handler"))
+    for name, value in replaced.items():
+        setattr(config, name, value)
+
+
+def installed() -> bool:
+    return _replaced is not None
+
+
+def install_from_environment() -> None:
+    """install() when TILE_INDUCTOR=1; `import torch_tile` calls this."""
+    if os.environ.get(ENVIRONMENT_VARIABLE) == "1":
+        install()

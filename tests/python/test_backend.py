@@ -1,0 +1,162 @@
+"""torch.compile(backend="tile"): found through the entry point, rewrites what tile runs
+(checked in the code Inductor generates and in the profiler), matches eager in the forward
+and the backward, with static and dynamic shapes, and leaves the rest to Inductor.
+"""
+
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch._dynamo.testing import CompileCounterWithBackend
+from torch._inductor.utils import run_and_get_code
+
+from torch_tile import graph_rewrites
+
+
+class MLP(nn.Module):
+    def __init__(self, dim=64, hidden=128, first_bias=True, slope=0.1):
+        super().__init__()
+        self.up = nn.Linear(dim, hidden, bias=first_bias)
+        self.down = nn.Linear(hidden, dim)
+        self.slope = slope
+
+    def forward(self, x):
+        return self.down(F.leaky_relu(self.up(x), self.slope)) + x
+
+
+@pytest.fixture(autouse=True)
+def fresh_compiles():
+    """Every test compiles anew: no graph from an earlier test or from the disk caches,
+    which would skip the passes whose output the tests read."""
+    torch._dynamo.reset()
+    with torch._inductor.config.patch(fx_graph_cache=False), \
+            torch._functorch.config.patch(enable_autograd_cache=False):
+        yield
+    torch._dynamo.reset()
+
+
+def relative_error(got, want):
+    return ((got.double() - want.double()).norm() / want.double().norm()).item()
+
+
+def training_step(model, x, out_grad):
+    """The output, and the gradients of x (a leaf) and of every parameter for out_grad."""
+    model.zero_grad()
+    x.grad = None
+    out = model(x.requires_grad_())
+    out.backward(out_grad)
+    return [out, x.grad] + [p.grad for p in model.parameters()]
+
+
+def assert_matches(got, want, tolerance=1e-4):
+    for g, w in zip(got, want, strict=True):
+        assert relative_error(g, w) < tolerance
+
+
+def tile_ops_profiled(fn):
+    with torch.profiler.profile() as profile:
+        fn()
+    return {event.name for event in profile.events() if event.name.startswith("tile::")}
+
+
+def test_backend_is_listed_without_importing_torch_tile():
+    script = ("import sys, torch\n"
+              "assert 'tile' in torch._dynamo.list_backends(), 'no entry point for the tile "
+              "backend: run pip install --no-build-isolation --no-deps -e .'\n"
+              "assert 'torch_tile' not in sys.modules\n"
+              "from torch._dynamo.backends.registry import lookup_backend\n"
+              "assert lookup_backend('tile').__module__ == 'torch_tile.backend'\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("first_bias", [True, False])
+def test_mlp_training_matches_eager_and_runs_tile(first_bias):
+    model = MLP(first_bias=first_bias)
+    compiled = torch.compile(model, backend="tile", fullgraph=True)
+    x, out_grad = torch.randn(32, 64), torch.randn(32, 64)
+    got, (forward_code, backward_code) = run_and_get_code(training_step, compiled, x, out_grad)
+    assert_matches(got, training_step(model, x, out_grad))
+
+    # No GEMM is left to Inductor; without a bias between them, up and leaky_relu fuse.
+    for code in (forward_code, backward_code):
+        assert "aten.mm" not in code and "extern_kernels.mm" not in code
+        assert "extern_kernels.addmm" not in code
+    fused = forward_code.count("torch.ops.tile.matmul_leaky_relu.default(")
+    assert fused == (0 if first_bias else 1)
+    assert backward_code.count("torch.ops.tile.matmul.default(") == 4
+    # On this CPU no add is worth tile.vector_add (graph_rewrites.VECTOR_ADD_MIN_ELEMENTS).
+    assert "vector_add" not in forward_code + backward_code
+
+    x, out_grad = torch.randn(32, 64), torch.randn(32, 64)
+    assert tile_ops_profiled(lambda: training_step(compiled, x, out_grad)) == (
+        {"tile::matmul"} if first_bias else {"tile::matmul", "tile::matmul_leaky_relu"})
+    assert_matches(training_step(compiled, x, out_grad), training_step(model, x, out_grad))
+
+
+def test_negative_slope_fuses_only_where_the_backward_reads_no_mask():
+    # The backward of leaky_relu reads gt(pre-activation, 0); with slope < 0 the fused
+    # output has the opposite sign where the pre-activation is negative, so that mask
+    # cannot be read from it.
+    model = MLP(first_bias=False, slope=-0.5)
+    compiled = torch.compile(model, backend="tile", fullgraph=True)
+    x, out_grad = torch.randn(16, 64), torch.randn(16, 64)
+    got, (forward_code, _) = run_and_get_code(training_step, compiled, x, out_grad)
+    assert_matches(got, training_step(model, x, out_grad))
+    assert "matmul_leaky_relu" not in forward_code
+
+    with torch.no_grad():
+        got, (inference_code,) = run_and_get_code(compiled, x)
+        assert relative_error(got, model(x)) < 1e-4
+    assert "torch.ops.tile.matmul_leaky_relu.default(" in inference_code
+
+
+def test_what_tile_does_not_support_is_left_to_inductor():
+    model = MLP(first_bias=False).double()
+    x = torch.randn(16, 64, dtype=torch.float64)
+    with torch.no_grad():
+        got, (code,) = run_and_get_code(torch.compile(model, backend="tile", fullgraph=True), x)
+        assert relative_error(got, model(x)) < 1e-12
+    assert "torch.ops.tile" not in code
+
+
+@pytest.mark.parametrize("dynamic", ["mark_dynamic", "dynamic=True"])
+def test_dynamic_shapes_compile_once_with_fullgraph(dynamic):
+    model = MLP(first_bias=False)
+    counter = CompileCounterWithBackend("tile")
+    compiled = torch.compile(model, backend=counter, fullgraph=True,
+                             dynamic=True if dynamic == "dynamic=True" else None)
+    for rows in (8, 24, 40):
+        x, out_grad = torch.randn(rows, 64), torch.randn(rows, 64)
+        if dynamic == "mark_dynamic":
+            torch._dynamo.mark_dynamic(x, 0)
+        assert_matches(training_step(compiled, x, out_grad), training_step(model, x, out_grad))
+    assert counter.frame_count == 1
+    # dynamic=True also turns float attributes such as the slope into graph inputs
+    # (torch._dynamo.config.specialize_float is False): unknown when compiling, a slope
+    # cannot be fused into tile.matmul_leaky_relu, whose slope is a constant.
+    assert tile_ops_profiled(lambda: training_step(compiled, x, out_grad)) == (
+        {"tile::matmul", "tile::matmul_leaky_relu"} if dynamic == "mark_dynamic"
+        else {"tile::matmul"})
+
+
+def test_only_adds_nothing_fuses_with_become_vector_add(monkeypatch):
+    # Pretend tile.vector_add won on this CPU from the first element, to check which adds
+    # the rule picks: the sum of two matmuls, read by nothing but the output; not the one
+    # that relu reads, which Inductor fuses into relu's kernel.
+    monkeypatch.setitem(graph_rewrites.VECTOR_ADD_MIN_ELEMENTS, "cpu", 0)
+
+    def layer(x, w, v, u, y):
+        return x @ w + x @ v, torch.relu(x @ u + y)
+
+    x, y = torch.randn(8, 16), torch.randn(8, 12)
+    w, v, u = (torch.randn(16, 12) for _ in range(3))
+    got, (code,) = run_and_get_code(torch.compile(layer, backend="tile", fullgraph=True),
+                                    x, w, v, u, y)
+    for g, want in zip(got, layer(x, w, v, u, y), strict=True):
+        assert relative_error(g, want) < 1e-5
+    assert code.count("torch.ops.tile.vector_add.default(") == 1

@@ -1,0 +1,143 @@
+"""torch_tile.inductor.install(): the default Inductor backend fuses mm + leaky_relu into
+tile.matmul_leaky_relu, and max-autotune benchmarks tile.matmul beside its own GEMMs when
+its config asks for it; uninstall() restores Inductor's config.
+"""
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch._inductor import config
+from torch._inductor.select_algorithm import add_feedback_saver, clear_feedback_savers
+from torch._inductor.utils import run_and_get_code
+
+import torch_tile.inductor
+from torch_tile.graph_rewrites import TileRewritePass
+
+INSTALLED_CONFIG = ("post_grad_custom_post_pass", "inductor_choices_class",
+                    "max_autotune_gemm_backends")
+
+
+@pytest.fixture(autouse=True)
+def fresh_compiles():
+    """Compiles anew (no graph or autotuning result from the caches) and uninstalls."""
+    torch._dynamo.reset()
+    with config.patch(fx_graph_cache=False, autotune_local_cache=False), \
+            torch._functorch.config.patch(enable_autograd_cache=False):
+        yield
+    torch_tile.inductor.uninstall()
+    torch._dynamo.reset()
+
+
+@pytest.fixture
+def benchmarked():
+    """The choices max-autotune benchmarks, as {op name: [choice names]}."""
+    seen = {}
+
+    def save(timings, name, input_nodes, choices, profiled_bench_fn, *args):
+        seen.setdefault(name, []).extend(choice.name for choice in timings)
+
+    add_feedback_saver(save)
+    yield seen
+    clear_feedback_savers()
+
+
+def relative_error(got, want):
+    return ((got.double() - want.double()).norm() / want.double().norm()).item()
+
+
+def test_install_is_idempotent_and_uninstall_restores(monkeypatch):
+    monkeypatch.delenv("TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS", raising=False)
+    before = {name: getattr(config, name) for name in INSTALLED_CONFIG}
+    torch_tile.inductor.install()
+    torch_tile.inductor.install()
+    passes = config.post_grad_custom_post_pass
+    assert [type(p) for p in passes] == [TileRewritePass]
+    assert config.max_autotune_gemm_backends.split(",").count("TILE") == 1
+    torch_tile.inductor.uninstall()
+    assert {name: getattr(config, name) for name in INSTALLED_CONFIG} == before
+    assert not torch_tile.inductor.installed()
+
+
+def test_a_backend_list_chosen_in_the_environment_is_kept(monkeypatch):
+    monkeypatch.setenv("TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS", "ATEN,CPP")
+    before = config.max_autotune_gemm_backends
+    torch_tile.inductor.install()
+    assert config.max_autotune_gemm_backends == before
+
+
+@pytest.mark.parametrize("value, installs", [("1", True), ("0", False), (None, False)])
+def test_install_from_environment(monkeypatch, value, installs):
+    if value is None:
+        monkeypatch.delenv("TILE_INDUCTOR", raising=False)
+    else:
+        monkeypatch.setenv("TILE_INDUCTOR", value)
+    torch_tile.inductor.install_from_environment()
+    assert torch_tile.inductor.installed() == installs
+
+
+def test_pass_uuids_are_stable_and_tell_settings_apart():
+    # Inductor's FX graph cache keys on uuid(): equal for equal passes, across instances.
+    assert TileRewritePass(matmul=False).uuid() == TileRewritePass(matmul=False).uuid()
+    assert TileRewritePass(matmul=False).uuid() != TileRewritePass(matmul=True).uuid()
+    assert TileRewritePass(matmul=True).uuid() != TileRewritePass(
+        matmul=True, vector_add_min_elements={"cpu": 0}).uuid()
+
+
+def test_default_inductor_fuses_matmul_leaky_relu_after_install():
+    torch_tile.inductor.install()
+
+    def layer(x, w, v):
+        return F.leaky_relu(x @ w, 0.2) @ v
+
+    x, out_grad = torch.randn(32, 48), torch.randn(32, 16)
+    w = torch.randn(48, 40).requires_grad_()
+    v = torch.randn(40, 16).requires_grad_()
+
+    def step(fn):
+        w.grad = v.grad = None
+        out = fn(x, w, v)
+        out.backward(out_grad)
+        return out, w.grad, v.grad
+
+    got, (forward_code, backward_code) = run_and_get_code(step, torch.compile(layer))
+    for g, want in zip(got, step(layer), strict=True):
+        assert relative_error(g, want) < 1e-4
+    assert forward_code.count("torch.ops.tile.matmul_leaky_relu.default(") == 1
+    # Only the fusion: the other GEMMs stay Inductor's outside max-autotune.
+    assert "torch.ops.tile.matmul.default(" not in forward_code + backward_code
+
+
+@pytest.mark.parametrize("flag", ["max_autotune", "max_autotune_gemm"])
+def test_max_autotune_benchmarks_tile_matmul(benchmarked, flag):
+    torch_tile.inductor.install()
+    a, b = torch.randn(96, 80), torch.randn(80, 72)
+    with config.patch({flag: True}):
+        got = torch.compile(lambda a, b: (a @ b).relu())(a, b)
+    assert relative_error(got, (a @ b).relu()) < 1e-5
+    assert "tile_matmul" in benchmarked["mm"]
+
+
+@pytest.mark.parametrize("patches", [{"max_autotune": False, "max_autotune_gemm": False},
+                                     {"max_autotune": True, "max_autotune_gemm_backends": "ATEN"}],
+                         ids=["without-autotuning", "without-TILE-in-backends"])
+def test_tile_matmul_is_offered_only_when_asked_for(benchmarked, patches):
+    torch_tile.inductor.install()
+    a, b = torch.randn(40, 24), torch.randn(24, 56)
+    with config.patch(patches):
+        got, (code,) = run_and_get_code(torch.compile(lambda a, b: (a @ b).relu()), a, b)
+    assert relative_error(got, (a @ b).relu()) < 1e-5
+    assert "tile_matmul" not in benchmarked.get("mm", [])
+    assert "torch.ops.tile" not in code
+
+
+def test_import_installs_the_hooks_when_asked():
+    code = "import torch_tile; print(torch_tile.inductor.installed())"
+    env = dict(os.environ, TILE_INDUCTOR="1")
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "True"
