@@ -152,11 +152,15 @@ def main():
         axis.set_xlabel(f"M x N x K ({args.dtype})")
         axis.set_ylabel("TFLOP/s (2*M*N*K per call)")
 
-    name = f"bench_matmul_{device.type}_{args.dtype}"
+    # TILE_AUTOTUNE=1 (torch_tile.config.autotune) times the tuned configs: its own file.
+    tuned = "_autotuned" if torch_tile.config.autotune else ""
+    name = f"bench_matmul_{device.type}_{args.dtype}{tuned}"
     json_path = write_results(name, device, rows, plot)
     # What common.write_results does not record: the settings that shaped the rows.
     record = json.loads(json_path.read_text())
     record.update(threads=torch.get_num_threads(), dtype=args.dtype,
+                  autotune=torch_tile.config.autotune,
+                  autotune_stats=torch_tile.runtime.autotune_stats(),
                   negative_slope=args.negative_slope, skipped_shapes=skipped)
     json_path.write_text(json.dumps(record, indent=2) + "\n")
     print(f"wrote {json_path} and {json_path.with_suffix('.png').name}")

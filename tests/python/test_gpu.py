@@ -187,3 +187,35 @@ def test_autotuning_on_the_gpu(tmp_path, dtype):
         assert relative_error(captured, a2.double() @ b2.double()) <= (
             1e-5 if dtype == torch.float32 else 2e-3)
     runtime.clear_tuning()
+
+
+def default_candidates():
+    from torch_tile import config
+
+    family = "hip" if torch.version.hip else "cuda"
+    return config.autotune_configs["matmul"][family]
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("index", range(8))
+def test_every_default_candidate_computes_the_same(tmp_path, index, dtype):
+    """Autotuning trusts each candidate's result: every default config must be exact."""
+    from torch_tile import config, runtime
+
+    candidates = default_candidates()
+    if index >= len(candidates):
+        pytest.skip(f"the default list has {len(candidates)} configs")
+    family = "hip" if torch.version.hip else "cuda"
+    runtime.clear_tuning()
+    with config.patch(autotune=True, cache_dir=tmp_path,
+                      autotune_configs={"matmul": {family: [candidates[index]]}}):
+        before = runtime.autotune_stats()
+        for shape in [(300, 260, 100), (1024, 512, 256)]:
+            a, b = matrices(shape, dtype)
+            out = torch.ops.tile.matmul_leaky_relu(a, b, 0.2)
+            ref = F.leaky_relu(a.double() @ b.double(), 0.2)
+            assert relative_error(out, ref) <= (1e-5 if dtype == torch.float32 else 1e-2)
+        stats = runtime.autotune_stats()
+    runtime.clear_tuning()
+    if stats["candidates_rejected"] > before["candidates_rejected"]:
+        pytest.skip(f"{candidates[index]} is refused by the resource check for {dtype}")
