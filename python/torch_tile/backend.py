@@ -13,7 +13,6 @@ user imports nothing. mode and options mean what they mean for backend="inductor
 import torch
 from torch._inductor import list_mode_options
 from torch._inductor.compile_fx import compile_fx
-from torch._inductor.custom_graph_pass import get_custom_graph_passes
 
 from . import graph_rewrites
 
@@ -26,5 +25,5 @@ def tile_backend(gm: torch.fx.GraphModule, example_inputs, *, mode: str | None =
     # Passes already configured (the user's, or torch_tile.inductor.install()'s) run first.
     configured = patches.get("post_grad_custom_post_pass",
                              torch._inductor.config.post_grad_custom_post_pass)
-    patches["post_grad_custom_post_pass"] = [*get_custom_graph_passes(configured), rewrites]
+    patches["post_grad_custom_post_pass"] = graph_rewrites.chain_after(configured, rewrites)
     return compile_fx(gm, example_inputs, config_patches=patches)

@@ -206,3 +206,37 @@ class TileRewritePass(CustomGraphPass):
     def uuid(self) -> bytes:
         settings = repr((self.matmul, sorted(self.vector_add_min_elements.items())))
         return get_hash_for_files((__file__,), extra=settings)
+
+
+class PassChain(CustomGraphPass):
+    """Several post-grad passes as the one pass Inductor's config holds. torch 2.13 also
+    takes a list there, torch 2.11 (on the GPU machine) only one pass; a chain works on
+    both. The uuid covers every pass, so Inductor's FX graph cache keys on all of them."""
+
+    def __init__(self, passes):
+        self.passes = list(passes)
+
+    def __call__(self, graph: torch.fx.Graph) -> None:
+        for graph_pass in self.passes:
+            graph_pass(graph)
+
+    def uuid(self):
+        uuids = [graph_pass.uuid() if hasattr(graph_pass, "uuid") else None
+                 for graph_pass in self.passes]
+        # A pass without a uuid cannot be keyed: Inductor then skips its cache, as it would
+        # for that pass alone.
+        return None if None in uuids else get_hash_for_files((__file__,), extra=repr(uuids))
+
+
+def chain_after(configured, graph_pass) -> PassChain:
+    """`graph_pass` run after what the config already holds (None, a pass, a list of them,
+    or a chain)."""
+    if configured is None:
+        earlier = []
+    elif isinstance(configured, PassChain):
+        earlier = configured.passes
+    elif isinstance(configured, (list, tuple)):
+        earlier = list(configured)
+    else:
+        earlier = [configured]
+    return PassChain([*earlier, graph_pass])

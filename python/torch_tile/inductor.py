@@ -30,19 +30,17 @@ def install() -> None:
     if _replaced is not None:
         return
     from torch._inductor import config
-    from torch._inductor.custom_graph_pass import get_custom_graph_passes
     from torch._inductor.virtualized import V
 
     from .gemm_choices import TILE_GEMM_BACKEND, TileGemmChoices, gemm_backends
-    from .graph_rewrites import TileRewritePass
+    from .graph_rewrites import TileRewritePass, chain_after
 
     _replaced = {"post_grad_custom_post_pass": config.post_grad_custom_post_pass,
                  "inductor_choices_class": config.inductor_choices_class,
                  "max_autotune_gemm_backends": config.max_autotune_gemm_backends,
                  "choices_handler": V.choices}
     fusion = TileRewritePass(matmul=False)
-    config.post_grad_custom_post_pass = [
-        *get_custom_graph_passes(config.post_grad_custom_post_pass), fusion]
+    config.post_grad_custom_post_pass = chain_after(config.post_grad_custom_post_pass, fusion)
     if config.inductor_choices_class is None:
         config.inductor_choices_class = TileGemmChoices
         # Inductor keeps one choices object per thread from its first use: replace this

@@ -55,7 +55,7 @@ def test_install_is_idempotent_and_uninstall_restores(monkeypatch):
     torch_tile.inductor.install()
     torch_tile.inductor.install()
     passes = config.post_grad_custom_post_pass
-    assert [type(p) for p in passes] == [TileRewritePass]
+    assert [type(p) for p in passes.passes] == [TileRewritePass]
     assert config.max_autotune_gemm_backends.split(",").count("TILE") == 1
     torch_tile.inductor.uninstall()
     assert {name: getattr(config, name) for name in INSTALLED_CONFIG} == before
