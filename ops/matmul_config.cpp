@@ -39,7 +39,8 @@ std::map<std::string, int64_t> gpuConfig(const Target &target, int64_t m, int64_
   // Autotuning the NVIDIA tutorial's list on an H200 (f16, 512^3 to 4096^3) picked
   // 128x128x32 with 4 warps for large problems: 97 TFLOP/s at 4096^3 against 58 for
   // 128x128x64 with 8 warps (benchmarks/results/bench_matmul_cuda_float16_autotuned.json).
-  bool halfOnNvidia = target.kind == TargetKind::Cuda && (inputDtype == "f16" || inputDtype == "bf16");
+  bool halfOnNvidia =
+      target.kind == TargetKind::Cuda && (inputDtype == "f16" || inputDtype == "bf16");
   return {{"BLOCK_M", large ? 128 : 64},
           {"BLOCK_N", large ? 128 : 64},
           {"BLOCK_K", hip || wide || (halfOnNvidia && large) ? 32 : 64},

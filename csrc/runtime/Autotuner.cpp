@@ -40,8 +40,8 @@ std::string familyOf(const Target &target) {
 /// candidate list it was chosen from: a change of any of them tunes again.
 std::string tuningKey(const std::string &problem, const Target &target,
                       const std::vector<Config> &candidates) {
-  std::string material = std::string("tuning\n") + compilerVersion() + "\n" + coreBuildId() + "\n" + problem +
-                         "\n" + target.fullId() + "\n";
+  std::string material = std::string("tuning\n") + compilerVersion() + "\n" + coreBuildId() +
+                         "\n" + problem + "\n" + target.fullId() + "\n";
   for (const Config &candidate : candidates)
     material += configText(candidate) + "\n";
   return "tuned-" + sha256Hex(material);
@@ -203,22 +203,17 @@ std::optional<Config> Autotuner::tuned(const std::string &op, const std::string 
     fromDisk = winner.has_value();
   }
   std::string record;
-  if (!winner && measure) {
+  if (!winner) {
+    if (!measure)
+      return std::nullopt;
     winner = benchmark(problem, target, list, measure, record);
-    if (!winner) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      winners_[key] = {};
-      ++stats_.benchmarked;
-    }
   }
-  if (!winner)
-    return std::nullopt;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    winners_[key] = *winner;
+    winners_[key] = winner.value_or(Config());
     ++(fromDisk ? stats_.diskLoads : stats_.benchmarked);
   }
-  if (!fromDisk)
+  if (winner && !fromDisk)
     DiskCache::global().storeRecord(key, target, record);
   return winner;
 }
@@ -242,15 +237,16 @@ std::optional<Config> Autotuner::benchmark(const std::string &problem, const Tar
     try {
       double seconds = measure(candidate);
       ++run;
-      timings.push_back(llvm::json::Object{{"config", configText(candidate)}, {"ms", seconds * 1e3}});
+      timings.push_back(
+          llvm::json::Object{{"config", configText(candidate)}, {"ms", seconds * 1e3}});
       if (!best || seconds < bestSeconds) {
         best = candidate;
         bestSeconds = seconds;
       }
     } catch (const std::exception &error) {
       ++rejected;
-      timings.push_back(
-          llvm::json::Object{{"config", configText(candidate)}, {"rejected", std::string(error.what())}});
+      timings.push_back(llvm::json::Object{{"config", configText(candidate)},
+                                           {"rejected", std::string(error.what())}});
     }
   }
   progress.update(candidates.size(), bestSeconds);

@@ -29,15 +29,6 @@ std::function<void(const std::string &)> &warningHandler() {
   return handler;
 }
 
-/// A folder name for a target: "hip:gfx942:sramecc+:xnack-" -> "hip-gfx942-sramecc+-xnack-".
-std::string targetFolder(const Target &target) {
-  std::string name = target.str();
-  for (char &c : name)
-    if (c == ':' || c == '/')
-      c = '-';
-  return name;
-}
-
 /// Writes `data` to `path` and flushes it to disk before the rename publishes it.
 bool writeFile(const std::string &path, const std::string &data) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -79,6 +70,14 @@ bool makePrivateDirs(const std::string &path) {
 }
 
 } // namespace
+
+std::string runtime::targetFolder(const Target &target) {
+  std::string name = target.str();
+  for (char &c : name)
+    if (c == ':' || c == '/')
+      c = '-';
+  return name;
+}
 
 DiskCache::DiskCache(std::string root) : root_(std::move(root)) {
   if (root_.empty())

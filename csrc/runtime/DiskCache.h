@@ -12,6 +12,9 @@
 
 namespace tile::runtime {
 
+/// A folder name for a target: "hip:gfx942:sramecc+:xnack-" -> "hip-gfx942-sramecc+-xnack-".
+std::string targetFolder(const Target &target);
+
 /// Compiled kernels on disk, one folder per target and key:
 ///   <root>/<target>/<key>/{binary, meta.json}
 /// An entry is written into a private temporary folder and renamed into place, so a

@@ -1,5 +1,7 @@
 #include "runtime/StageDump.h"
 
+#include "runtime/DiskCache.h"
+
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
@@ -47,12 +49,8 @@ std::string runtime::stageDumpDir() {
 
 void runtime::dumpStages(const std::string &dir, const ops::KernelSpec &spec,
                          const std::string &key, const Binary &binary) {
-  std::string target = binary.target.str();
-  for (char &c : target)
-    if (c == ':' || c == '/')
-      c = '-';
   llvm::SmallString<256> folder(dir);
-  llvm::sys::path::append(folder, target, spec.op + "-" + key.substr(0, 16));
+  llvm::sys::path::append(folder, targetFolder(binary.target), spec.op + "-" + key.substr(0, 16));
   bool ok = !llvm::sys::fs::create_directories(folder);
   auto file = [&](const std::string &name) {
     llvm::SmallString<256> path(folder);

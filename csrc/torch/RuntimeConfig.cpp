@@ -33,7 +33,8 @@ void setAutotuneCandidates(std::string op, std::string family, std::vector<std::
     while (std::getline(fields, field, ',')) {
       size_t equals = field.find('=');
       char *end = nullptr;
-      long long value = equals == std::string::npos ? 0 : std::strtoll(field.c_str() + equals + 1, &end, 10);
+      long long value =
+          equals == std::string::npos ? 0 : std::strtoll(field.c_str() + equals + 1, &end, 10);
       TORCH_CHECK(equals != std::string::npos && equals > 0 && end && *end == '\0' &&
                       end != field.c_str() + equals + 1,
                   "set_autotune_candidates: '", field, "' in '", text, "' is not KNOB=integer");

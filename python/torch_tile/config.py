@@ -31,6 +31,7 @@ import torch
 MATMUL_KNOBS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages",
                 "waves_per_eu", "matrix_instr_nonkdim", "kpack")
 TARGET_FAMILIES = ("cpu", "hip", "cuda")
+TUNABLE_OPS = ("matmul",)  # matmul_leaky_relu shares matmul's candidates
 
 
 def _configs(*rows, keys):
@@ -108,7 +109,7 @@ def _check_autotune_configs(value):
         raise TypeError(f"torch_tile.config.autotune_configs must be a dict of op -> "
                         f"{{family: [config, ...]}}, got {value!r}")
     for op, families in value.items():
-        if op != "matmul":
+        if op not in TUNABLE_OPS:
             raise ValueError(f"torch_tile.config.autotune_configs: no tunable op {op!r}; "
                              "tunable: matmul (its configs also serve matmul_leaky_relu)")
         if not isinstance(families, dict):
@@ -163,7 +164,9 @@ def _push(name):
     if name in ("autotune", "autotune_progress_after"):
         runtime.set_autotune(_values["autotune"], _values["autotune_progress_after"])
     elif name == "autotune_configs":
-        for op, families in _values["autotune_configs"].items():
+        # Every tunable op, so that one left out of the dict loses its candidates.
+        for op in TUNABLE_OPS:
+            families = _values["autotune_configs"].get(op, {})
             for family in TARGET_FAMILIES:
                 texts = [",".join(f"{knob}={number}" for knob, number in config.items())
                          for config in families.get(family, [])]

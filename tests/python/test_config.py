@@ -127,3 +127,11 @@ def test_dump_dir_writes_every_stage(tmp_path):
 
 def test_torch_tile_exports_config():
     assert torch_tile.config is config
+
+
+def test_leaving_an_op_out_of_autotune_configs_drops_its_candidates(tmp_path):
+    before = runtime.autotune_stats()
+    with config.patch(autotune=True, cache_dir=tmp_path, autotune_configs={}):
+        a = torch.randn(48, 48)
+        torch.testing.assert_close(torch.ops.tile.matmul(a, a), a @ a, rtol=1e-5, atol=1e-5)
+    assert runtime.autotune_stats()["benchmarked"] == before["benchmarked"]
