@@ -157,10 +157,18 @@ OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) 
   b.setInsertionPointToStart(body);
   auto arg = [&](unsigned i) { return body->getArgument(i); };
   Value a = arg(0), bPtr = arg(1), c = arg(2), m = arg(3), n = arg(4), k = arg(5);
-  Value strideAm = arg(6), strideAk = arg(7), strideBk = arg(8), strideBn = arg(9);
-  Value strideCm = arg(10), strideCn = arg(11);
-
+  // Strides the caller guarantees to be 1 (bit i of `unit_strides` for argument 6 + i)
+  // become constants, as Triton specializes arguments equal to 1: the GPU lowering then
+  // knows at compile time which dimension of each operand is contiguous, and lays out
+  // shared memory and picks its wide accesses by it.
+  int64_t unitStrides = spec.config.count("unit_strides") ? spec.knob("unit_strides") : 0;
   MatmulBuilder mb(b, loc, index);
+  auto stride = [&](unsigned i) {
+    return (unitStrides >> (i - 6)) & 1 ? mb.constant(1) : arg(i);
+  };
+  Value strideAm = stride(6), strideAk = stride(7), strideBk = stride(8), strideBn = stride(9);
+  Value strideCm = stride(10), strideCn = stride(11);
+
   Value pid = tt::ProgramIdOp::create(b, loc, b.getI32Type(), 0);
   if (index != pid.getType())
     pid = arith::ExtSIOp::create(b, loc, index, pid);

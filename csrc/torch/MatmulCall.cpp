@@ -56,6 +56,18 @@ int64_t maxOffset(const at::Tensor &t) {
   return (t.size(0) - 1) * t.stride(0) + (t.size(1) - 1) * t.stride(1);
 }
 
+/// Bit 2i + d set where dimension d of the i-th tensor (a, b, c) has stride 1, or size
+/// 1 (its stride then never moves an offset): the kernel takes those strides as the
+/// constant 1 and learns at compile time which dimension is contiguous.
+int64_t unitStrides(std::initializer_list<const at::Tensor *> tensors) {
+  int64_t bits = 0, bit = 0;
+  for (const at::Tensor *t : tensors)
+    for (int64_t d = 0; d < 2; ++d, ++bit)
+      if (t->stride(d) == 1 || t->size(d) == 1)
+        bits |= int64_t(1) << bit;
+  return bits;
+}
+
 int64_t programsFor(const std::map<std::string, int64_t> &config, int64_t m, int64_t n) {
   int64_t blockM = config.at("BLOCK_M"), blockN = config.at("BLOCK_N");
   return ((m + blockM - 1) / blockM) * ((n + blockN - 1) / blockN);
@@ -107,6 +119,7 @@ tile::binding::prepareMatmul(const char *op, const at::Tensor &a, const at::Tens
   bool fits32 =
       std::max({m, n, k, maxOffset(call->a), maxOffset(call->b), maxOffset(call->c)}) < int32Max;
   call->spec.config["index_bits"] = fits32 ? 32 : 64;
+  call->spec.config["unit_strides"] = unitStrides({&call->a, &call->b, &call->c});
 
   call->programs = programsFor(call->spec.config, m, n);
   TORCH_CHECK(call->programs <= int32Max, op, ": a ", m, "x", n,

@@ -54,6 +54,9 @@ defaultConfig(std::string op, std::string target, std::string dtype) {
   std::map<std::string, int64_t> config;
   if (op == "matmul" || op == "matmul_leaky_relu") {
     config = tile::ops::defaultMatmulConfig(parsed, 1024, 1024, 1024, dtype);
+    // Row-major a, b and c, as torch.matmul's operands mostly are: the unit strides of
+    // a along K, b along N and c along N (bits 1, 3 and 5) are compile-time constants.
+    config.emplace("unit_strides", 0b101010);
   } else if (op == "vector_add") {
     // The GPU block gives each thread 16 bytes of the element type per access.
     config = {{"BLOCK_SIZE", parsed.kind == tile::TargetKind::Cpu ? 128 : 2048},

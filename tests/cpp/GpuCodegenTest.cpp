@@ -320,3 +320,24 @@ TEST(GpuCodegen, DefaultMatmulConfigsUseNoScratchOnAnyAmdArch) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(GpuCodegen, SixtyFourBitIndexingCompilesForEveryGpuArch) {
+  // The binding picks index_bits = 64 once an element offset passes 2**31 (a 65536 x
+  // 32800 f16 matrix): the kernel then forms every offset in i64.
+  for (const auto &arch : supportedGpuArchs()) {
+    std::string target = (arch.amd ? "hip:" : "cuda:") + arch.name;
+    auto spec = tile::testing::matmulSpec("matmul_leaky_relu", "f16", "f16", 64, 64, 32);
+    spec.config["index_bits"] = 64;
+    auto context = createContext();
+    auto module = ops::buildKernel(*context, spec);
+    CompileOptions options;
+    options.keepStages = true;
+    Binary binary = compile(*module, Target::parse(target), options);
+    EXPECT_FALSE(binary.object.empty()) << target;
+    EXPECT_NE(stage(binary, "tile-gpu").find("i64"), std::string::npos) << target;
+  }
+}
+
+} // namespace

@@ -204,9 +204,10 @@ struct AffineBlockMaterialization : ConversionPattern {
           scalar = LLVM::GEPOp::create(rewriter, loc, base.getType(), pointee, base,
                                        ArrayRef<LLVM::GEPArg>{at});
         } else {
-          scalar = arith::TruncIOp::create(rewriter, loc, element, at);
-          if (element.getIntOrFloatBitWidth() == 64)
-            scalar = at;
+          // With index_bits=64 the offsets are already i64: a same-width trunci is invalid.
+          scalar = element.getIntOrFloatBitWidth() < 64
+                       ? Value(arith::TruncIOp::create(rewriter, loc, element, at))
+                       : at;
         }
       }
       result = vector::InsertOp::create(rewriter, loc, scalar, result, ArrayRef<int64_t>{e});
