@@ -1,25 +1,51 @@
 """TFLOP/s of torch.ops.tile.matmul against torch.matmul, and of the fused
 torch.ops.tile.matmul_leaky_relu against torch.matmul followed by leaky_relu, on the same
-run and device.
+run and device; on CUDA also against Triton's tutorial matmul (when triton imports).
 
-    .venv/bin/python benchmarks/bench_matmul.py [--dtype float32] [--max-size 4096]
-                                                [--shape M N K ...] [--device cuda|cpu]
+    .venv/bin/python benchmarks/bench_matmul.py [--device cuda|cpu] [--dtype DTYPE]
+        [--max-size N] [--shape M N K ...] [--quick] [--autotune]
+        CUDA only: [--samples S] [--batch-ms MS] [--skip-largest] [--no-triton]
+                   [--include-launch-overhead]
 
-Square sizes 128 ... 4096 (which include the issue's (1024,)*3, (2048,)*3 and (4096,)*3);
---shape adds others, as (M, N, K): a is M x K, b is K x N. Runs on CUDA when torch sees a
-GPU, else on the CPU. Prints a table, writes results/bench_matmul_<device>_<dtype>.json and
-.png. FLOPs per call: 2*M*N*K (leaky_relu's M*N are not counted). The unfused baseline
-applies leaky_relu in place, torch's cheapest way without fusion.
+Shapes are (M, N, K): a is M x K, b is K x N. Runs on CUDA when torch sees a GPU, else on
+the CPU. Prints a table, writes results/bench_matmul_<device>_<dtype>[_autotuned][_quick]
+.json and .png. FLOPs per call: 2*M*N*K (leaky_relu's M*N are not counted). The unfused
+baseline applies leaky_relu in place, torch's cheapest way without fusion.
 
-Before timing, each shape is checked once against torch, and the first call is timed after
-clearing the kernel cache, so it includes the compile. Repetitions adapt to a time budget
-(one timed call at the largest sizes), and a shape whose calls are predicted, from the
-shapes before it, to take longer than --max-call-seconds each is skipped: the default run
-takes a few minutes on two CPU cores.
+CPU (default float32): square sizes 128 ... 4096 up to --max-size (4096). Before timing, each
+shape is checked once against torch (Frobenius norm), and the first call is timed after
+clearing the kernel cache, so it includes the compile. Repetitions adapt to --budget seconds
+(one timed call at the largest sizes), and a shape whose calls are predicted, from the shapes
+before it, to take longer than --max-call-seconds each is skipped: the default run takes a
+few minutes on two CPU cores.
+
+CUDA (default float16; run once per dtype): shapes 1024^3, 2048^3, 4096^3, 8192^3 and
+9728x8192x65536 (--skip-largest leaves the last out). Candidates: cuBLAS (torch.matmul),
+Triton (benchmarks/triton_matmul.py, the tutorial kernel, autotuned on its first call) and
+tile.matmul; for the fused op torch.matmul + leaky_relu_, Triton with its leaky_relu
+epilogue and tile.matmul_leaky_relu. Per shape:
+  1. parity, once: every candidate's output must be finite everywhere and within a
+     dtype-dependent max|out - ref| / max|ref| of a float32 torch reference (per element,
+     not a norm); a failure is flagged in the table and the JSON, and the run goes on;
+  2. timing (common.cuda_interleaved_times): --samples samples; in each, every candidate in
+     turn (order rotated per sample): 256 MB written to flush the L2, CUDA events around a
+     batch of back-to-back calls (batch sized so the fastest candidate's batch lasts
+     --batch-ms), time per call = elapsed / batch; no synchronization inside a batch. The
+     GPU is held busy (torch.cuda._sleep) while the host enqueues the batch, so the events
+     time the kernels, not Python's launch rate (--include-launch-overhead: not held).
+     Medians over the samples are reported, with ratios tile/cuBLAS, tile/Triton and, for
+     the fused op, tile_fused/tile_matmul (1.0 = a free epilogue) and
+     tile_fused/(torch.matmul + leaky_relu_).
+--quick: a smoke run (CUDA: 256^3 ... 1024^3, 5 samples; CPU: up to 256, short budget).
+--autotune sets torch_tile.config.autotune (as TILE_AUTOTUNE=1 does): tile autotunes on the
+first call of each shape, before the parity check and the timing.
 """
 
 import argparse
 import json
+import os
+import statistics
+import sys
 import time
 
 import torch
@@ -27,29 +53,72 @@ import torch.nn.functional as F
 
 import torch_tile
 
-from common import median_seconds, write_results
+from common import L2_FLUSH_BYTES, cuda_interleaved_times, median_seconds, write_results
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 # Largest ||tile - torch||_F / ||torch||_F accepted: both results carry their own rounding.
 MAX_REL_ERROR = {torch.float32: 1e-4, torch.float16: 4e-3, torch.bfloat16: 2e-2}
 SQUARE_SIZES = [128, 256, 512, 1024, 2048, 4096]
+QUICK_MAX_SIZE_CPU = 256
+# CUDA: the sizes users quote; the last one (a is 1.3 GB in 16 bits) is left out by
+# --skip-largest.
+CUDA_SHAPES = [(1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192),
+               (9728, 8192, 65536)]
+CUDA_QUICK_SHAPES = [(256, 256, 256), (512, 512, 512), (1024, 1024, 1024)]
+# CUDA parity: largest max|out - ref| / max|ref| against a float32 torch reference, per
+# element. Rounding the output to the dtype alone costs up to half an ulp, 2^-11 (float16)
+# and 2^-8 (bfloat16) of max|ref|; the bounds allow about 8x and 5x that, room for cuBLAS's
+# reduced-precision split-K reductions, while a 16-bit accumulator over K >= 1024 or a wrong
+# element (errors of order 1e-2 to 1) fails. float32 allows for the accumulation order over
+# K up to 65536 (TF32 would fail it).
+MAX_ELEMENT_ERROR = {torch.float32: 1e-4, torch.float16: 4e-3, torch.bfloat16: 2e-2}
 
 
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dtype", choices=sorted(DTYPES), default="float32")
-    parser.add_argument("--max-size", type=int, default=4096,
-                        help="skip shapes with a dimension above this")
+    parser.add_argument("--dtype", choices=sorted(DTYPES),
+                        help="default: float32 on the CPU, float16 on CUDA")
+    parser.add_argument("--max-size", type=int,
+                        help="skip shapes with a dimension above this (default: 4096 on the "
+                             "CPU, none on CUDA)")
     parser.add_argument("--shape", type=int, nargs=3, action="append", default=[],
                         metavar=("M", "N", "K"), help="an extra (M, N, K) shape; repeatable")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--negative-slope", type=float, default=0.01)
     parser.add_argument("--budget", type=float, default=0.5,
-                        help="seconds of timed calls per measurement, at least one call")
+                        help="CPU: seconds of timed calls per measurement, at least one call")
     parser.add_argument("--max-call-seconds", type=float, default=15.0,
                         help="skip shapes predicted to need longer than this per call")
     parser.add_argument("--threads", type=int, help="torch.set_num_threads before running")
-    return parser.parse_args()
+    parser.add_argument("--quick", action="store_true",
+                        help="smoke run: small shapes only, few samples (CPU: short budget)")
+    parser.add_argument("--autotune", action="store_true",
+                        help="torch_tile.config.autotune = True (as TILE_AUTOTUNE=1)")
+    gpu = parser.add_argument_group("CUDA")
+    gpu.add_argument("--samples", type=int,
+                     help="interleaved samples per candidate (default 30; --quick: 5)")
+    gpu.add_argument("--batch-ms", type=float,
+                     help="the fastest candidate's batch lasts at least this (default 1.0; "
+                          "--quick: 0.2)")
+    gpu.add_argument("--skip-largest", action="store_true",
+                     help="leave out 9728x8192x65536")
+    gpu.add_argument("--no-triton", action="store_true", help="leave Triton out")
+    gpu.add_argument("--include-launch-overhead", action="store_true",
+                     help="do not hold the GPU while the host enqueues a batch: a host "
+                          "slower than the kernels then shows in the times")
+    args = parser.parse_args()
+    cuda = torch.device(args.device).type == "cuda"
+    if args.dtype is None:
+        args.dtype = "float16" if cuda else "float32"
+    if args.max_size is None and not cuda:
+        args.max_size = QUICK_MAX_SIZE_CPU if args.quick else 4096
+    if args.quick and not cuda:
+        args.budget = min(args.budget, 0.05)
+    if args.samples is None:
+        args.samples = 5 if args.quick else 30
+    if args.batch_ms is None:
+        args.batch_ms = 0.2 if args.quick else 1.0
+    return args
 
 
 def timed_once(fn, device):
@@ -106,12 +175,315 @@ def measure(shape, dtype, device, args):
     return rows
 
 
-def main():
-    args = parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    device = torch.device(args.device)
-    dtype = DTYPES[args.dtype]
+# --- CUDA: cuBLAS, Triton and tile, interleaved ---------------------------------------------
+
+# Candidate roles per op, in table order: the torch baseline, Triton, tile.
+ROLES = ("torch", "triton", "tile")
+BASELINE_NAME = {"matmul": "cuBLAS (torch.matmul)",
+                 "matmul_leaky_relu": "torch.matmul + leaky_relu_"}
+
+
+def load_triton(args, device):
+    """(the triton_matmul module or None, why not)."""
+    if device.type != "cuda":
+        return None, "not a CUDA run"
+    if args.no_triton:
+        return None, "--no-triton"
+    try:
+        import triton_matmul
+    except Exception as error:  # not installed, or an install that does not import
+        return None, f"triton does not import: {type(error).__name__}: {error}"
+    return triton_matmul, None
+
+
+def triton_version():
+    module = sys.modules.get("triton")
+    return getattr(module, "__version__", None) if module else None
+
+
+def check_parity(out, ref, scale, shape, dtype):
+    """Per-element check of one output against the float32 reference: finite everywhere,
+    max|out - ref| / max|ref| within MAX_ELEMENT_ERROR[dtype]."""
+    m, n = shape
+    if tuple(out.shape) != (m, n) or out.dtype != dtype:
+        return {"ok": False, "reason": f"got {tuple(out.shape)} {out.dtype}, expected "
+                                       f"{(m, n)} {dtype}"}
+    nonfinite = int((~torch.isfinite(out)).sum().item())
+    diff = (out.float() - ref).abs()
+    worst = int(diff.nan_to_num(nan=float("inf")).argmax().item())
+    max_abs = diff.view(-1)[worst].item()
+    ref_norm = ref.norm().item()
+    result = {
+        "ok": nonfinite == 0 and max_abs / scale <= MAX_ELEMENT_ERROR[dtype],
+        "nonfinite": nonfinite,
+        "max_abs_error": max_abs,
+        "max_rel_error": max_abs / scale,  # relative to max|ref|
+        "tolerance": MAX_ELEMENT_ERROR[dtype],
+        "fro_rel_error": (out.float() - ref).norm().item() / max(ref_norm, 1e-300),
+        "worst": {"row": worst // n, "col": worst % n,
+                  "out": out.view(-1)[worst].float().item(), "ref": ref.view(-1)[worst].item()},
+    }
+    if not result["ok"]:
+        result["reason"] = (f"{nonfinite} non-finite elements" if nonfinite else
+                            f"max|err|/max|ref| {max_abs / scale:.3g} > "
+                            f"{MAX_ELEMENT_ERROR[dtype]:g}")
+    return result
+
+
+def quantiles(samples):
+    ordered = sorted(samples)
+    q1, median, q3 = statistics.quantiles(ordered, n=4) if len(ordered) > 1 else ordered * 3
+    return {"min_s": ordered[0], "q1_s": q1, "median_s": statistics.median(ordered),
+            "q3_s": q3, "max_s": ordered[-1]}
+
+
+def measure_cuda(shape, dtype, device, args, triton_module):
+    """Rows for one shape: matmul and matmul_leaky_relu, each against its torch baseline and
+    Triton, from one interleaved timing of all six candidates."""
+    m, n, k = shape
+    a = torch.randn(m, k, device=device).to(dtype)
+    # 1/sqrt(K) keeps the results near N(0, 1), far from float16's range.
+    b = (torch.randn(k, n, device=device) / k**0.5).to(dtype)
+    slope = args.negative_slope
+    flops = 2 * m * n * k
+    candidates = {
+        "matmul": {"torch": lambda: torch.matmul(a, b),
+                   "tile": lambda: torch.ops.tile.matmul(a, b)},
+        "matmul_leaky_relu": {
+            "torch": lambda: F.leaky_relu(torch.matmul(a, b), slope, inplace=True),
+            "tile": lambda: torch.ops.tile.matmul_leaky_relu(a, b, slope)},
+    }
+    if triton_module is not None:
+        candidates["matmul"]["triton"] = lambda: triton_module.matmul(a, b)
+        candidates["matmul_leaky_relu"]["triton"] = (
+            lambda: triton_module.matmul(a, b, "leaky_relu", slope))
+
+    # First calls: tile's after clearing its kernel cache (so it includes the compile, or the
+    # autotuning with --autotune), Triton's includes its autotuning. A candidate that raises
+    # is reported and left out.
+    info = {op: {"errors": {}, "first_call_s": {}} for op in candidates}
+    for op, fns in candidates.items():
+        for role in list(fns):
+            if role == "tile":
+                torch_tile.runtime.clear_cache()
+            try:
+                _, info[op]["first_call_s"][role] = timed_once(fns[role], device)
+            except Exception as error:
+                info[op]["errors"][role] = f"{type(error).__name__}: {error}".strip()
+                print(f"!!! {op} {role} {m}x{n}x{k}: first call raised "
+                      f"{info[op]['errors'][role].splitlines()[0]}", flush=True)
+                del fns[role]
+                continue
+            if role == "tile":
+                info[op]["kernels_compiled"] = torch_tile.runtime.cache_stats()["misses"]
+            if role == "triton":
+                info[op]["triton_config"] = triton_module.best_config(
+                    m, n, k, "leaky_relu" if op == "matmul_leaky_relu" else "", a.dtype)
+
+    # Parity, once per shape and candidate, against a float32 torch reference.
+    ref = torch.matmul(a.float(), b.float())
+    for op, fns in candidates.items():
+        op_ref = F.leaky_relu(ref, slope) if op == "matmul_leaky_relu" else ref
+        scale = max(op_ref.abs().max().item(), 1e-30)
+        info[op]["parity"] = {}
+        for role, fn in fns.items():
+            out = fn()
+            info[op]["parity"][role] = check_parity(out, op_ref, scale, (m, n), dtype)
+            del out
+        del op_ref
+    del ref
+
+    # Timing: the six candidates interleaved sample by sample.
+    timed = {f"{op}/{role}": fn for op, fns in candidates.items() for role, fn in fns.items()}
+    timing = cuda_interleaved_times(timed, device, args.samples, args.batch_ms * 1e-3,
+                                    hide_launch=not args.include_launch_overhead)
+
+    rows = []
+    seconds = {}
+    for op, fns in candidates.items():
+        spread = {role: quantiles(timing["times"][f"{op}/{role}"]) for role in fns}
+        seconds[op] = {role: spread[role]["median_s"] for role in fns}
+        s = seconds[op]
+        tflops = {role: flops / s[role] / 1e12 if role in s else None for role in ROLES}
+
+        def over(x, y):
+            return s[y] / s[x] if x in s and y in s else None
+
+        row = {"op": op, "m": m, "n": n, "k": k, "dtype": str(dtype).removeprefix("torch."),
+               "baseline": BASELINE_NAME[op],
+               "tile_tflops": tflops["tile"], "torch_tflops": tflops["torch"],
+               "triton_tflops": tflops["triton"],
+               # Ratios of TFLOP/s (= inverse ratios of times): above 1, tile is faster.
+               "ratio": over("tile", "torch"), "tile_over_torch": over("tile", "torch"),
+               "tile_over_triton": over("tile", "triton"),
+               "tile_s": s.get("tile"), "torch_s": s.get("torch"), "triton_s": s.get("triton"),
+               "first_call_s": info[op]["first_call_s"].get("tile"),
+               "kernels_compiled": info[op].get("kernels_compiled"),
+               "triton_first_call_s": info[op]["first_call_s"].get("triton"),
+               "triton_config": info[op].get("triton_config"),
+               "parity_ok": all(p["ok"] for p in info[op]["parity"].values())
+               and not info[op]["errors"],
+               "parity": info[op]["parity"], "errors": info[op]["errors"],
+               "spread": spread,
+               "samples_s": {role: timing["times"][f"{op}/{role}"] for role in fns},
+               "batch": timing["batch"],
+               "host_launch_us": {role: timing["host_launch_s"][f"{op}/{role}"] * 1e6
+                                  for role in fns}}
+        rows.append(row)
+    fused, plain = rows[1], rows[0]
+    if fused["tile_s"] and plain["tile_s"]:
+        # 1.0: the epilogue is free; below 1, the fused op pays for it.
+        fused["tile_fused_over_tile_matmul"] = plain["tile_s"] / fused["tile_s"]
+    fused["tile_fused_over_torch_unfused"] = fused["tile_over_torch"]
+    timing_info = {key: timing[key] for key in ("hide_launch", "flush_bytes",
+                                                "sleep_cycles_per_s")}
+    return rows, timing_info
+
+
+def fmt(value, spec, width):
+    return f"{value:{spec}}".rjust(width) if value is not None else "-".rjust(width)
+
+
+def print_cuda_row(row):
+    full_shape = "x".join(str(row[d]) for d in "mnk")
+    shape = full_shape if row["op"] == "matmul" else ""
+    iqr = max(((q["q3_s"] - q["q1_s"]) / q["median_s"] for q in row["spread"].values()),
+              default=None)
+    failures = [f"{role}: {p['reason']}" for role, p in row["parity"].items() if not p["ok"]]
+    failures += [f"{role}: raised (above), not timed" for role in row["errors"]]
+    parity = "ok" if not failures else "PARITY FAIL " + "; ".join(failures)
+    print(f"{shape:<17} {row['op']:<18} {fmt(row['torch_tflops'], '.1f', 10)} "
+          f"{fmt(row['triton_tflops'], '.1f', 11)} {fmt(row['tile_tflops'], '.1f', 10)} "
+          f"{fmt(row['tile_over_torch'], '.3f', 10)} {fmt(row['tile_over_triton'], '.3f', 11)} "
+          f"{fmt(row.get('tile_fused_over_tile_matmul'), '.3f', 9)} "
+          f"{fmt(iqr * 100 if iqr is not None else None, '.1f', 6)}% {row['batch']:>5}  "
+          f"{parity}", flush=True)
+    for failure in failures:
+        print(f"!!! PARITY FAILURE {full_shape} {row['op']} {failure}", flush=True)
+
+
+def main_cuda(args, device, dtype):
+    if device.type == "cuda":
+        # The float32 reference (and float32 runs' cuBLAS) in full precision, not TF32.
+        torch.set_float32_matmul_precision("highest")
+    torch.manual_seed(0)
+    triton_module, no_triton = load_triton(args, device)
+    shapes = list(CUDA_QUICK_SHAPES if args.quick else CUDA_SHAPES)
+    if args.skip_largest:
+        shapes = [s for s in shapes if s != CUDA_SHAPES[-1]]
+    shapes = sorted(set(shapes) | {tuple(s) for s in args.shape},
+                    key=lambda s: (s[0] * s[1] * s[2], s))
+    if args.max_size:
+        shapes = [s for s in shapes if max(s) <= args.max_size]
+
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else str(device)
+    print(f"{args.dtype} on {name}: torch {torch.__version__}, "
+          f"triton {triton_version() or '- (' + no_triton + ')'}, "
+          f"tile autotune {'on' if torch_tile.config.autotune else 'off'}, "
+          f"negative_slope {args.negative_slope}")
+    print(f"{args.samples} interleaved samples, batches of >= {args.batch_ms:g} ms, "
+          f"{L2_FLUSH_BYTES >> 20} MiB L2 flush before each batch, launch "
+          f"{'overhead included' if args.include_launch_overhead else 'hidden'}; medians")
+    print("base: cuBLAS for matmul, torch.matmul + leaky_relu_ for matmul_leaky_relu; "
+          "ratios of TFLOP/s, above 1: tile faster; fused/mm: tile_fused / tile_matmul")
+    print(f"{'M x N x K':<17} {'op':<18} {'base TF/s':>10} {'Triton TF/s':>11} "
+          f"{'tile TF/s':>10} {'tile/base':>10} {'tile/Triton':>11} {'fused/mm':>9} "
+          f"{'IQR':>7} {'batch':>5}  parity", flush=True)
+    rows, skipped, failed, timing_info = [], [], [], {}
+    seconds_per_flop = 0.0
+    for shape in shapes:
+        flops = 2 * shape[0] * shape[1] * shape[2]
+        predicted = seconds_per_flop * flops
+        if predicted > args.max_call_seconds:
+            skipped.append(list(shape))
+            print(f"{'x'.join(map(str, shape)):<17} skipped: about {predicted:.0f} s per call "
+                  f"(--max-call-seconds {args.max_call_seconds:g})")
+            continue
+        try:
+            shape_rows, timing_info = measure_cuda(shape, dtype, device, args, triton_module)
+        except Exception as error:  # out of memory, a dead context: record it, go on
+            failed.append({"shape": list(shape), "error": f"{type(error).__name__}: {error}"})
+            print(f"!!! {'x'.join(map(str, shape))} failed: {type(error).__name__}: "
+                  f"{str(error).splitlines()[0] if str(error) else ''}", flush=True)
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
+            continue
+        for row in shape_rows:
+            rows.append(row)
+            print_cuda_row(row)
+            times = [row[key] for key in ("tile_s", "torch_s", "triton_s") if row[key]]
+            if times:
+                seconds_per_flop = max(times) / flops
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+
+    bad = [r for r in rows if not r["parity_ok"]]
+    if bad:
+        print(f"!!! {len(bad)} row(s) FAILED the parity check: " + ", ".join(
+            f"{r['m']}x{r['n']}x{r['k']} {r['op']}" for r in bad))
+    else:
+        print(f"parity: every candidate of every shape within tolerance "
+              f"({MAX_ELEMENT_ERROR[dtype]:g} of max|ref|, all finite)" if rows else "no rows")
+
+    measured = {(r["m"], r["n"], r["k"]) for r in rows}
+    labels = [s for s in shapes if s in measured]
+
+    def plot(axis):
+        positions = list(range(len(labels)))
+        styles = {"tile": "-", "torch": "--", "triton": ":"}
+        for op, marker in (("matmul", "o"), ("matmul_leaky_relu", "s")):
+            by_shape = {(r["m"], r["n"], r["k"]): r for r in rows if r["op"] == op}
+            for role in ("tile", "torch", "triton"):
+                values = [by_shape[s][f"{role}_tflops"] if s in by_shape else None
+                          for s in labels]
+                if all(v is None for v in values):
+                    continue
+                label = {"tile": f"tile {op}", "torch": BASELINE_NAME[op],
+                         "triton": f"Triton {op}"}[role]
+                axis.plot(positions, [v if v is not None else float("nan") for v in values],
+                          f"{marker}{styles[role]}", label=label)
+        axis.set_xticks(positions, ["x".join(map(str, s)) for s in labels], rotation=30)
+        axis.set_xlabel(f"M x N x K ({args.dtype}; medians of {args.samples} interleaved "
+                        f"samples)")
+        axis.set_ylabel("TFLOP/s (2*M*N*K per call)")
+
+    return rows, skipped, failed, plot, {
+        "triton": triton_version(), "triton_missing": no_triton,
+        "timing": {"method": "CUDA events around batches of back-to-back calls, candidates "
+                             "interleaved sample by sample (order rotated), L2 flushed "
+                             "before each batch; per-call time = elapsed / batch; medians",
+                   "samples": args.samples, "batch_ms": args.batch_ms, **timing_info},
+        "parity_tolerance": MAX_ELEMENT_ERROR[dtype], "parity_failures": len(bad),
+        "failed_shapes": failed,
+    }
+
+
+# Environment variables besides TILE_* and TRITON_* that change what the kernels do.
+RECORDED_VARIABLES = ("CUDA_VISIBLE_DEVICES", "CUDA_LAUNCH_BLOCKING", "CUDA_MODULE_LOADING",
+                      "PYTORCH_CUDA_ALLOC_CONF", "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE",
+                      "NVIDIA_TF32_OVERRIDE", "CUBLAS_WORKSPACE_CONFIG", "LD_LIBRARY_PATH")
+
+
+def environment(device):
+    """What else shapes a result: versions, the GPU, the settings that reach the kernels."""
+    record = {"argv": sys.argv, "python": sys.executable, "python_version": sys.version,
+              "cwd": os.getcwd(),
+              "env": {key: value for key, value in sorted(os.environ.items())
+                      if key.startswith(("TILE_", "TRITON_")) or key in RECORDED_VARIABLES}}
+    if device.type == "cuda":
+        properties = torch.cuda.get_device_properties(device)
+        record.update(
+            device_name=torch.cuda.get_device_name(device),
+            device_capability=list(torch.cuda.get_device_capability(device)),
+            device_sms=properties.multi_processor_count,
+            device_memory_gib=round(properties.total_memory / 2**30, 1),
+            cuda=torch.version.cuda, hip=torch.version.hip,
+            float32_matmul_precision=torch.get_float32_matmul_precision())
+    return record
+
+
+def main_cpu(args, device, dtype):
+    """The CPU run: tile against torch, each timed on its own (common.median_seconds)."""
     shapes = sorted({(s, s, s) for s in SQUARE_SIZES} | {tuple(s) for s in args.shape},
                     key=lambda s: (s[0] * s[1] * s[2], s))
     shapes = [s for s in shapes if max(s) <= args.max_size]
@@ -152,16 +524,35 @@ def main():
         axis.set_xlabel(f"M x N x K ({args.dtype})")
         axis.set_ylabel("TFLOP/s (2*M*N*K per call)")
 
-    # TILE_AUTOTUNE=1 (torch_tile.config.autotune) times the tuned configs: its own file.
+    return rows, skipped, plot, {}
+
+
+def main():
+    args = parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if args.autotune:
+        torch_tile.config.autotune = True
+    device = torch.device(args.device)
+    dtype = DTYPES[args.dtype]
+    if device.type == "cuda":
+        rows, skipped, failed, plot, extra = main_cuda(args, device, dtype)
+    else:
+        rows, skipped, plot, extra = main_cpu(args, device, dtype)
+
+    # TILE_AUTOTUNE=1 or --autotune (torch_tile.config.autotune) times the tuned configs, and
+    # --quick a smoke run: each its own file.
     tuned = "_autotuned" if torch_tile.config.autotune else ""
-    name = f"bench_matmul_{device.type}_{args.dtype}{tuned}"
+    quick = "_quick" if args.quick else ""
+    name = f"bench_matmul_{device.type}_{args.dtype}{tuned}{quick}"
     json_path = write_results(name, device, rows, plot)
     # What common.write_results does not record: the settings that shaped the rows.
     record = json.loads(json_path.read_text())
     record.update(threads=torch.get_num_threads(), dtype=args.dtype,
                   autotune=torch_tile.config.autotune,
                   autotune_stats=torch_tile.runtime.autotune_stats(),
-                  negative_slope=args.negative_slope, skipped_shapes=skipped)
+                  negative_slope=args.negative_slope, skipped_shapes=skipped, quick=args.quick,
+                  **extra, **environment(device))
     json_path.write_text(json.dumps(record, indent=2) + "\n")
     print(f"wrote {json_path} and {json_path.with_suffix('.png').name}")
 

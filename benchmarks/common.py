@@ -66,3 +66,106 @@ def write_results(name: str, device: torch.device, rows: list, plot) -> Path:
     figure.savefig(RESULTS / f"{name}.png", dpi=120)
     plt.close(figure)
     return json_path
+
+
+# --- GPU timing: CUDA events around batches, candidates interleaved, L2 flushed -------------
+
+L2_FLUSH_BYTES = 256 * 1024 * 1024  # what triton.testing.do_bench writes between calls
+
+
+def _cuda_sleep_cycles_per_second(device: torch.device) -> float:
+    """Clock rate that torch.cuda._sleep counts in (SM cycles per second), measured."""
+    cycles = 2_000_000
+    rates = []
+    for _ in range(3):
+        start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+        start.record()
+        torch.cuda._sleep(cycles)
+        end.record()
+        end.synchronize()
+        rates.append(cycles / (start.elapsed_time(end) * 1e-3))
+    return statistics.median(rates)
+
+
+def cuda_interleaved_times(candidates: dict, device: torch.device, samples: int,
+                           batch_seconds: float = 1e-3, flush_bytes: int = L2_FLUSH_BYTES,
+                           hide_launch: bool = True, max_batch: int = 1000) -> dict:
+    """Per-call GPU seconds of each candidate, measured sample by sample with the candidates
+    interleaved, so that clock or thermal drift hits all of them alike.
+
+    candidates: name -> fn (each already warmed up: compiled, autotuned). Every sample runs
+    every candidate once, in an order rotated by one each sample; for each: write
+    `flush_bytes` (the L2 flush of triton.testing.do_bench), then CUDA events around `batch`
+    back-to-back calls; per-call time = elapsed / batch. No synchronization inside a batch;
+    one at the end of each sample, outside every timed region. All candidates of one call
+    share the batch size, chosen so that the fastest candidate's batch lasts at least
+    `batch_seconds`; only the first call of a batch meets a cold L2.
+
+    hide_launch: before each batch, torch.cuda._sleep keeps the GPU busy for 1.5x the host
+    time the batch takes to enqueue (measured per candidate), so the events time the GPU's
+    work back to back, not the host's launch rate; False: a host slower than the kernels
+    shows in the times (the user's view of a small op).
+
+    Returns {"times": name -> [per-call seconds, one per sample], "batch": int,
+    "host_launch_s": name -> host seconds per call, "gpu_estimate_s": name -> seconds per
+    call before the samples, "hide_launch": bool, "flush_bytes": int,
+    "sleep_cycles_per_s": float or None}.
+    """
+    names = list(candidates)
+    sync = torch.cuda.synchronize
+    flush = torch.empty(flush_bytes // 4, dtype=torch.int32, device=device)
+
+    # Estimates: GPU time per call (events around a few calls) and host time per call.
+    gpu_estimate, host_launch = {}, {}
+    for name in names:
+        fn = candidates[name]
+        start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+        sync()
+        start.record()
+        fn()
+        end.record()
+        sync()
+        once = start.elapsed_time(end) * 1e-3
+        calls = max(1, min(100, int(2e-3 / max(once, 1e-9))))
+        flush.zero_()
+        sync()
+        begin = time.perf_counter()
+        start.record()
+        for _ in range(calls):
+            fn()
+        end.record()
+        host_launch[name] = (time.perf_counter() - begin) / calls
+        sync()
+        gpu_estimate[name] = start.elapsed_time(end) * 1e-3 / calls
+    fastest = min(gpu_estimate.values())
+    batch = max(1, min(max_batch, -(-int(batch_seconds * 1e9) // max(int(fastest * 1e9), 1))))
+
+    cycles_per_s = None
+    if hide_launch and hasattr(torch.cuda, "_sleep"):
+        cycles_per_s = _cuda_sleep_cycles_per_second(device)
+    sleep_cycles = {name: int(cycles_per_s * (1.5 * batch * host_launch[name] + 20e-6))
+                    if cycles_per_s else 0 for name in names}
+
+    times = {name: [] for name in names}
+    for sample in range(samples):
+        shift = sample % len(names)
+        order = names[shift:] + names[:shift]
+        events = []
+        for name in order:
+            fn = candidates[name]
+            start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+            flush.zero_()
+            if sleep_cycles[name]:
+                torch.cuda._sleep(sleep_cycles[name])
+            start.record()
+            for _ in range(batch):
+                fn()
+            end.record()
+            events.append((name, start, end))
+        sync()
+        for name, start, end in events:
+            times[name].append(start.elapsed_time(end) * 1e-3 / batch)
+    del flush
+    return {"times": times, "batch": batch, "host_launch_s": host_launch,
+            "gpu_estimate_s": gpu_estimate, "hide_launch": bool(cycles_per_s),
+            "flush_bytes": flush_bytes, "sleep_cycles_per_s": cycles_per_s}
