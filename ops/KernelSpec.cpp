@@ -57,5 +57,11 @@ tile::CompileOptions tile::ops::compileOptionsFor(const KernelSpec &spec) {
     options.numWarps = warps->second;
   if (auto nonKDim = spec.config.find("matrix_instr_nonkdim"); nonKDim != spec.config.end())
     options.matrixInstrNonKDim = nonKDim->second;
+  if (auto kpack = spec.config.find("kpack"); kpack != spec.config.end())
+    options.kpack = kpack->second;
+  if (auto stages = spec.config.find("num_stages"); stages != spec.config.end())
+    options.numStages = stages->second;
+  if (auto waves = spec.config.find("waves_per_eu"); waves != spec.config.end())
+    options.wavesPerEu = waves->second;
   return options;
 }

@@ -1,11 +1,14 @@
 #include "runtime/CpuJit.h"
 
+#include "llvm/ExecutionEngine/Orc/AbsoluteSymbols.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/TargetSelect.h"
 
 #include <atomic>
+#include <cstdint>
+#include <cstring>
 #include <mutex>
 #include <stdexcept>
 
@@ -26,6 +29,22 @@ llvm::orc::LLJIT &processJit() {
   return *jit;
 }
 
+/// float -> bfloat, rounding to nearest even, NaNs kept quiet: the runtime helper the
+/// x86 backend calls for bf16 values it cannot keep as i16 (hosts without AVX512-BF16),
+/// which the host's libgcc may lack. The result travels in the low 16 bits of a float
+/// register, as the backend expects it.
+extern "C" float tileTruncSfBf2(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  uint32_t rounded = (bits & 0x7fffffffu) > 0x7f800000u
+                         ? ((bits >> 16) | 0x0040u)
+                         : (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+  uint32_t result = rounded & 0xffffu;
+  float out;
+  std::memcpy(&out, &result, sizeof out);
+  return out;
+}
+
 } // namespace
 
 runtime::CpuEntry runtime::loadCpuObject(const Binary &binary, const std::string &key) {
@@ -38,6 +57,11 @@ runtime::CpuEntry runtime::loadCpuObject(const Binary &binary, const std::string
   auto dylib = jit.createJITDylib("tile." + key + "." + std::to_string(serial++));
   if (!dylib)
     return fail(dylib.takeError());
+  llvm::orc::SymbolMap helpers;
+  helpers[jit.mangleAndIntern("__truncsfbf2")] = {llvm::orc::ExecutorAddr::fromPtr(&tileTruncSfBf2),
+                                                  llvm::JITSymbolFlags::Exported};
+  if (auto error = dylib->define(llvm::orc::absoluteSymbols(std::move(helpers))))
+    return fail(std::move(error));
   auto buffer = llvm::MemoryBuffer::getMemBufferCopy(binary.object, binary.kernelName + ".o");
   if (auto error = jit.addObjectFile(*dylib, std::move(buffer)))
     return fail(std::move(error));

@@ -119,7 +119,10 @@ tile::binding::prepareMatmul(const char *op, const at::Tensor &a, const at::Tens
   bool fits32 =
       std::max({m, n, k, maxOffset(call->a), maxOffset(call->b), maxOffset(call->c)}) < int32Max;
   call->spec.config["index_bits"] = fits32 ? 32 : 64;
-  call->spec.config["unit_strides"] = unitStrides({&call->a, &call->b, &call->c});
+  // The GPU lowering picks its shared-memory layouts by them; the CPU microkernel reads
+  // its operands through runtime strides and keeps one kernel per dtype and config.
+  if (target.kind != TargetKind::Cpu)
+    call->spec.config["unit_strides"] = unitStrides({&call->a, &call->b, &call->c});
 
   call->programs = programsFor(call->spec.config, m, n);
   TORCH_CHECK(call->programs <= int32Max, op, ": a ", m, "x", n,

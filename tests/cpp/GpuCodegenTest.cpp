@@ -139,7 +139,7 @@ namespace {
 struct MatrixCase {
   const char *target, *dtype, *instruction;
   int count;                    // per wave: 128 x 128 x 32 over 8 waves
-  const char *load16, *store16; // 16-byte global load, 16-byte LDS store
+  const char *load16, *store16; // 16-byte global load, 8- or 16-byte LDS store
   const char *barrier;
 };
 
@@ -162,7 +162,7 @@ TEST_P(MatmulOnMatrixUnits, MatrixInstructionsOnOperandsStagedThroughLds) {
     ++count;
   EXPECT_EQ(count, c.count) << c.target << " " << c.dtype << " " << c.instruction;
   EXPECT_NE(isa.find(c.load16), std::string::npos) << "16-byte loads of a and b";
-  EXPECT_NE(isa.find(c.store16), std::string::npos) << "16-byte LDS stores";
+  EXPECT_NE(isa.find(c.store16), std::string::npos) << "wide LDS stores";
   EXPECT_NE(isa.find(c.barrier), std::string::npos);
   int64_t bytes = std::string(c.dtype) == "f32" ? 4 : int8 ? 1 : 2;
   EXPECT_EQ(binary.resources.ldsBytes, (128 * 32 + 32 * 128) * bytes);
@@ -172,7 +172,8 @@ TEST_P(MatmulOnMatrixUnits, MatrixInstructionsOnOperandsStagedThroughLds) {
   }
 }
 
-constexpr const char *kCdnaLoad = "global_load_dwordx4", *kCdnaLds = "ds_write_b128";
+// LDS is written in units of the fragment read: 8 bytes for the 4 k of one MFMA lane.
+constexpr const char *kCdnaLoad = "global_load_dwordx4", *kCdnaLds = "ds_write_b64";
 constexpr const char *kRdnaLoad = "global_load_b128", *kRdnaLds = "ds_store_b128";
 constexpr const char *kPtxLoad = "ld.global.v4", *kPtxLds = "st.shared.v4";
 
@@ -196,7 +197,7 @@ INSTANTIATE_TEST_SUITE_P(
         MatrixCase{"hip:gfx1100", "i8", "v_wmma_i32_16x16x16_iu8", 16, kRdnaLoad, kRdnaLds, "s_barrier"},
         MatrixCase{"hip:gfx1201", "f16", "v_wmma_f32_16x16x16_f16", 16, kRdnaLoad, kRdnaLds, "s_barrier"},
         MatrixCase{"hip:gfx1201", "bf16", "v_wmma_f32_16x16x16_bf16", 16, kRdnaLoad, kRdnaLds, "s_barrier"},
-        MatrixCase{"hip:gfx1201", "i8", "v_wmma_i32_16x16x16_iu8", 16, kRdnaLoad, kRdnaLds, "s_barrier"},
+        MatrixCase{"hip:gfx1201", "i8", "v_wmma_i32_16x16x16_iu8", 16, kRdnaLoad, "ds_store_b64", "s_barrier"},
         MatrixCase{"cuda:sm_80", "f16", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", 32, kPtxLoad, kPtxLds, "bar.sync"},
         MatrixCase{"cuda:sm_80", "bf16", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", 32, kPtxLoad, kPtxLds, "bar.sync"},
         MatrixCase{"cuda:sm_90", "f16", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", 32, kPtxLoad, kPtxLds, "bar.sync"},

@@ -121,7 +121,8 @@ void compileForGpu(mlir::ModuleOp module, const Target &target, const CompileOpt
                        std::to_string(1024 / arch->waveSize) + ")");
 
   mlir::PassManager toGpu(context);
-  buildTileToGpuPipeline(toGpu, arch->name, options.numWarps, options.matrixInstrNonKDim);
+  buildTileToGpuPipeline(toGpu, arch->name, options.numWarps, options.matrixInstrNonKDim,
+                         options.kpack, options.numStages);
   if (mlir::failed(toGpu.run(module)))
     diagnostics.fail("lowering tile -> tile-gpu failed:");
   keep("tile-gpu", printed(module));
@@ -171,6 +172,10 @@ void compileForGpu(mlir::ModuleOp module, const Target &target, const CompileOpt
     llvmModule->addModuleFlag(llvm::Module::Error, "amdhsa_code_object_version", 500);
     linkDeviceLibraries(*llvmModule, *arch);
   }
+  if (arch->amd && options.wavesPerEu > 0)
+    for (llvm::Function &function : *llvmModule)
+      if (!function.isDeclaration())
+        function.addFnAttr("amdgpu-waves-per-eu", std::to_string(options.wavesPerEu));
   optimizeModule(*llvmModule, *machine);
   keep("llvm", printed(*llvmModule));
   std::string assembly = emitMachineCode(*llvmModule, *machine, /*assembly=*/true);

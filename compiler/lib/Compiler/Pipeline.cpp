@@ -68,13 +68,16 @@ static void expandBf16(OpPassManager &pm) {
 }
 
 void ::tile::buildTileToGpuPipeline(OpPassManager &pm, const std::string &chipset,
-                                    int64_t numWarps, int64_t matrixInstrNonKDim) {
+                                    int64_t numWarps, int64_t matrixInstrNonKDim,
+                                    int64_t kpack, int64_t numStages) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   mlir::tile::ConvertTileToGPUOptions options;
   options.chipset = chipset;
   options.numWarps = numWarps;
   options.matrixInstrNonKDim = matrixInstrNonKDim;
+  options.kpack = kpack;
+  options.numStages = numStages;
   pm.addPass(mlir::tile::createConvertTileToGPU(options));
 }
 
@@ -121,6 +124,10 @@ struct GpuPipelineOptions : PassPipelineOptions<GpuPipelineOptions> {
                            llvm::cl::init(4)};
   Option<int64_t> matrixInstrNonKDim{*this, "matrix-instr-nonkdim",
                                      llvm::cl::desc("MFMA tile edge, 16 or 32"), llvm::cl::init(16)};
+  Option<int64_t> kpack{*this, "kpack", llvm::cl::desc("MFMA instructions per fragment read"),
+                        llvm::cl::init(1)};
+  Option<int64_t> numStages{*this, "num-stages", llvm::cl::desc("software-pipelining depth"),
+                            llvm::cl::init(1)};
 };
 } // namespace
 
@@ -131,7 +138,8 @@ void ::tile::registerTilePassesAndPipelines() {
                              buildCpuToLLVMPipeline);
   PassPipelineRegistration<GpuPipelineOptions>(
       "tile-to-gpu", "tile -> tile-gpu stage", [](OpPassManager &pm, const GpuPipelineOptions &o) {
-        buildTileToGpuPipeline(pm, o.chipset, o.numWarps, o.matrixInstrNonKDim);
+        buildTileToGpuPipeline(pm, o.chipset, o.numWarps, o.matrixInstrNonKDim, o.kpack,
+                               o.numStages);
       });
   PassPipelineRegistration<GpuPipelineOptions>(
       "tile-gpu-to-llvm", "tile-gpu -> llvm stage (ROCDL or NVVM by chipset)",

@@ -40,12 +40,17 @@ const std::vector<GpuArch> &supportedGpuArchs() {
     // addresses up to 256 architected VGPRs and 256 AGPRs, allocated in granules of 8.
     // RDNA3/4 in wave32: 1536 VGPRs per SIMD lane, up to 256 per wave, in granules of
     // 24 (LLVM's AMDGPUBaseInfo for wave32 with 1536 VGPRs), 16 wave slots.
+    auto wmma = [&](const char *name, unsigned generation) {
+      GpuArch arch = amd(name, 32, 64 * 1024, 1536, 256, 0, 24, 16, MatrixUnit::Wmma);
+      arch.wmmaGeneration = generation;
+      return arch;
+    };
     return std::vector<GpuArch>{
         amd("gfx90a", 64, 64 * 1024, 512, 256, 256, 8, 8, MatrixUnit::Mfma),
         amd("gfx942", 64, 64 * 1024, 512, 256, 256, 8, 8, MatrixUnit::Mfma),
         amd("gfx950", 64, 160 * 1024, 512, 256, 256, 8, 8, MatrixUnit::Mfma),
-        amd("gfx1100", 32, 64 * 1024, 1536, 256, 0, 24, 16, MatrixUnit::Wmma),
-        amd("gfx1201", 32, 64 * 1024, 1536, 256, 0, 24, 16, MatrixUnit::Wmma),
+        wmma("gfx1100", 11),
+        wmma("gfx1201", 12),
         // Static shared memory (what the lowering declares) stops at 48 KiB per block
         // on every NVIDIA arch; more needs dynamic shared memory and an opt-in.
         nvidia("sm_80", 48 * 1024, MatrixUnit::MmaSync, "+ptx70"),

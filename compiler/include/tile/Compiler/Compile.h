@@ -31,6 +31,12 @@ struct CompileOptions {
   int64_t numWarps = 4;
   /// MFMA targets: the matrix_instr_nonkdim knob, 16 or 32.
   int64_t matrixInstrNonKDim = 16;
+  /// MFMA targets: kpack, the MFMA instructions that share one fragment read.
+  int64_t kpack = 1;
+  /// GPU targets: software-pipelining depth of a dot's K loop (1: none).
+  int64_t numStages = 1;
+  /// AMD targets: the occupancy LLVM must leave room for (`amdgpu-waves-per-eu`); 0: none.
+  int64_t wavesPerEu = 0;
 };
 
 /// The product of compile(): one kernel, ready for a launcher.

@@ -23,7 +23,8 @@ void buildCpuToLLVMPipeline(mlir::OpPassManager &pm);
 /// tile -> tile-gpu: clean-up, then the distribution over the threads of a workgroup of
 /// `numWarps` waves of `chipset` (gfx942, sm_90, ...).
 void buildTileToGpuPipeline(mlir::OpPassManager &pm, const std::string &chipset,
-                            int64_t numWarps, int64_t matrixInstrNonKDim = 16);
+                            int64_t numWarps = 4, int64_t matrixInstrNonKDim = 16,
+                            int64_t kpack = 1, int64_t numStages = 1);
 
 /// tile-gpu -> llvm: the gpu.module to the LLVM dialect with ROCDL (AMD) or NVVM (NVIDIA)
 /// intrinsics, chosen by the chipset.

@@ -44,6 +44,12 @@ def ConvertTileToGPU : Pass<"convert-tile-to-gpu", "::mlir::ModuleOp"> {
            "waves (warps) per workgroup">,
     Option<"matrixInstrNonKDim", "matrix-instr-nonkdim", "int64_t", /*default=*/"16",
            "MFMA tile edge, 16 (v_mfma_*_16x16x*) or 32 (v_mfma_*_32x32x*)">,
+    Option<"kpack", "kpack", "int64_t", /*default=*/"1",
+           "MFMA instructions that share one fragment read (1 or 2)">,
+    Option<"numStages", "num-stages", "int64_t", /*default=*/"1",
+           "software-pipelining depth of a dot's K loop: shared-memory stages, with the "
+           "global loads of tile k + num-stages - 1 in flight during tile k's matrix "
+           "instructions">,
   ];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::vector::VectorDialect",
                            "::mlir::scf::SCFDialect", "::mlir::gpu::GPUDialect",

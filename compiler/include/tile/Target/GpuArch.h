@@ -27,6 +27,7 @@ struct GpuArch {
   unsigned maxWavesPerSimd = 0; ///< AMD: hardware wave slots per SIMD
   unsigned sgprsPerWave = 0;    ///< AMD
   MatrixUnit matrixUnit = MatrixUnit::None;
+  unsigned wmmaGeneration = 0;  ///< WMMA: 11 (RDNA3, rows repeated per half-wave) or 12
   std::string llvmTriple;       ///< "amdgcn-amd-amdhsa", "nvptx64-nvidia-cuda"
   std::string ptxFeatures;      ///< NVIDIA: "+ptx80"
 };

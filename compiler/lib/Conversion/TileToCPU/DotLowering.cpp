@@ -157,9 +157,13 @@ SmallVector<Value> microkernel(OpBuilder &b, Location loc, const OperandView &a,
               b, loc, arith::MulIOp::create(b, loc, i64Constant(b, loc, i), a.rowStride), aColumn);
           Value ptr = LLVM::GEPOp::create(b, loc, ptrType, a.element, a.base,
                                           ArrayRef<LLVM::GEPArg>{offset});
+          // bf16 travels as i16 until it is widened: x86 without AVX512-BF16 would
+          // round-trip a bfloat scalar through f32 and call __truncsfbf2 to insert it.
+          bool bf16 = a.element.isBF16();
+          Type scalarType = bf16 ? b.getI16Type() : a.element;
           Value scalar;
           if (fullBlocks) {
-            scalar = LLVM::LoadOp::create(b, loc, a.element, ptr, aAlign);
+            scalar = LLVM::LoadOp::create(b, loc, scalarType, ptr, aAlign);
           } else {
             Value rowOn = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
                                                 i64Constant(b, loc, i), a.validRows);
@@ -167,16 +171,23 @@ SmallVector<Value> microkernel(OpBuilder &b, Location loc, const OperandView &a,
             auto guarded = scf::IfOp::create(
                 b, loc, on,
                 [&](OpBuilder &b, Location loc) {
-                  scf::YieldOp::create(b, loc, Value(LLVM::LoadOp::create(b, loc, a.element, ptr, aAlign)));
+                  scf::YieldOp::create(b, loc, Value(LLVM::LoadOp::create(b, loc, scalarType, ptr, aAlign)));
                 },
-                [&](OpBuilder &b, Location loc) { scf::YieldOp::create(b, loc, a.other); });
+                [&](OpBuilder &b, Location loc) {
+                  Value other = a.other;
+                  if (bf16)
+                    other = arith::BitcastOp::create(b, loc, scalarType, other);
+                  scf::YieldOp::create(b, loc, other);
+                });
             scalar = guarded.getResult(0);
           }
           // Broadcast, then widen: a 16-bit scalar converted alone is inserted into
           // a register that LLVM may pick among the accumulators (vpinsrw), chaining
           // every load of a to an FMA; a broadcast load writes the whole register.
-          Value splat = widen(b, loc, vector::BroadcastOp::create(b, loc, bRowType.clone(a.element), scalar),
-                              accElement);
+          Value splat = vector::BroadcastOp::create(b, loc, bRowType.clone(scalarType), scalar);
+          if (bf16)
+            splat = arith::BitcastOp::create(b, loc, bRowType.clone(a.element), splat);
+          splat = widen(b, loc, splat, accElement);
           next.push_back(multiplyAdd(b, loc, splat, bRow, row));
         }
         scf::YieldOp::create(b, loc, next);

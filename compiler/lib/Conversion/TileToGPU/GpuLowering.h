@@ -2,12 +2,16 @@
 #ifndef TILE_LIB_CONVERSION_TILETOGPU_GPULOWERING_H
 #define TILE_LIB_CONVERSION_TILETOGPU_GPULOWERING_H
 
+#include "tile/Analysis/AffineLanes.h"
 #include "tile/Dialect/Tile/IR/TileDialect.h"
 #include "tile/Target/GpuArch.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Transforms/DialectConversion.h"
+
+#include <functional>
+#include <optional>
 
 namespace mlir::tile::gpu_lowering {
 
@@ -36,8 +40,17 @@ Value isAligned(OpBuilder &b, Location loc, Value ptr, int64_t bytes);
 /// (8 * (j / 4) + 4 * (l / 32) + j % 4, l % 32), 16 per lane. WMMA gfx11 (wave32):
 /// (2 * j + l / 16, l % 16), 8 per lane; gfx12: (8 * (l / 16) + j, l % 16). NVIDIA
 /// mma.sync m16n8: (l / 4 + 8 * (j / 2), 2 * (l % 4) + j % 2), 4 per lane.
+///
+/// Where the instruction's a and b operands are symmetric (MFMA, gfx12 WMMA), the
+/// lowering feeds b^T as the instruction's a and a^T as its b, so that it computes C^T:
+/// each lane then holds `colRun` consecutive columns of one row (MFMA 16x16:
+/// (l % 16, 4 * (l / 16) + j)), which the epilogue stores as one 8- or 16-byte access.
 struct AccumulatorTile {
   int64_t tileM = 16, tileN = 16, perLane = 4;
+  /// Consecutive elements of a lane that are consecutive columns of one row.
+  int64_t colRun = 1;
+  /// The instruction computes C^T from swapped operands.
+  bool swapped = false;
   enum class Kind { Mfma16, Mfma32, WmmaGfx11, WmmaGfx12, MmaM16N8 } kind = Kind::Mfma16;
   std::pair<Value, Value> coordinates(OpBuilder &b, Location loc, Value lane, int64_t j) const;
 };
@@ -56,14 +69,32 @@ struct MatrixLayout {
   int64_t perThread() const { return fits ? repM * repN * tile.perLane : 1; }
 };
 
+/// A dot whose operands are loaded in the body of an scf.for, prepared for software
+/// pipelining before the conversion: the scalars its operands' addresses and bounds
+/// depend on, recomputed d iterations ahead (d < num_stages) as plain scalar ops.
+struct PipelinedLoop {
+  Value first;                               ///< i1: this is the loop's first iteration
+  SmallVector<DenseMap<Value, Value>> shifted; ///< per d: original scalar -> d ahead
+  SmallVector<Value> inRange;                ///< per d: i1, iteration iv + d exists
+  SmallVector<Value> slot;                   ///< per d: i32, its shared-memory stage
+};
+using PipelinePlans = DenseMap<Operation *, PipelinedLoop>;
+
+/// Plans every dot of `kernel` that can be pipelined over `numStages` stages (none
+/// when numStages < 2).
+PipelinePlans planPipelines(Operation *kernel, int64_t numStages);
+
 /// What every pattern needs: the thread id, the arch and the layout rules of this kernel.
 struct Distribution {
   ::tile::GpuArch arch;
   int64_t numWarps = 4;
   int64_t nonKDim = 16;
+  int64_t kpack = 1;
+  int64_t numStages = 1;
   int64_t threads = 0;
   int64_t accessElements = 1;
   Value threadId; // i32, at the top of the kernel
+  const PipelinePlans *pipelines = nullptr;
   ThreadLayout of(Type tensorType) const {
     return layoutFor(cast<RankedTensorType>(tensorType).getDimSize(0), threads, accessElements);
   }
@@ -78,6 +109,61 @@ public:
 /// (row, col) as i32 of element `index` of this thread's share of a 2-D block.
 std::pair<Value, Value> matrixCoordinates(OpBuilder &b, Location loc, const Distribution &dist,
                                           const MatrixLayout &layout, int64_t index);
+
+/// The matrix instruction of an arch for one input type. Each lane holds a fragment of
+/// aPerLane elements of a and bPerLane of b: element j at (row, k) of a and (k, col) of
+/// b. A fragment is made of runs of `kRun` elements that are consecutive along k (the
+/// width of one shared-memory read where k is contiguous there). One fragment covers
+/// `tileK` of K; with kpack > 1 (MFMA) it feeds kpack instructions, each taking its
+/// slice of aPerLane / kpack elements.
+struct MatrixInstruction {
+  int64_t tileK = 0, aPerLane = 0, bPerLane = 0, kRun = 1;
+  /// NVIDIA: fragments come from ldmatrix (8 x 16-byte rows per matrix).
+  bool ldmatrix = false;
+  std::function<std::pair<Value, Value>(OpBuilder &, Location, Value lane, int64_t j)> a, b;
+  std::function<Value(OpBuilder &, Location, Value a, Value b, Value acc)> multiply;
+};
+
+std::optional<MatrixInstruction> matrixInstructionFor(const AccumulatorTile &tile, Type input,
+                                                      const ::tile::GpuArch &arch, int64_t kpack);
+
+/// A row-major [outer][inner] array in shared memory whose rows are permuted in units
+/// of `vec` elements by an XOR swizzle, Triton's swizzled shared layout: unit u of row r
+/// is stored at unit u ^ ((r / perPhase) % maxPhase). Chosen so that the rows that one
+/// wide read touches at once fall in distinct banks.
+struct SharedLayout {
+  int64_t outer = 0, inner = 0;
+  int64_t vec = 1, perPhase = 1, maxPhase = 1;
+  /// The element offset (i32) of (outerIndex, innerIndex), both i32.
+  Value offset(OpBuilder &b, Location loc, Value outerIndex, Value innerIndex) const;
+};
+
+/// The swizzle for reads of `accessBytes` (8 or 16) per lane: banks are 4 bytes wide and
+/// 32 of them (128 bytes) serve 128 / accessBytes lanes at a time.
+SharedLayout swizzledLayout(int64_t outer, int64_t inner, int64_t elementBytes,
+                            int64_t accessBytes);
+
+/// The i32 constant `value`.
+Value i32Constant(OpBuilder &b, Location loc, int64_t value);
+
+/// lane and the wave's (m, n) position in the wave grid of `layout`, as i32.
+struct WaveCoordinates {
+  Value lane, waveM, waveN;
+};
+WaveCoordinates waveCoordinates(OpBuilder &b, Location loc, const Distribution &dist,
+                                const MatrixLayout &layout);
+
+/// A 2-D block a dot reads from memory (the load that made it is not lowered itself).
+struct StagedOperand {
+  AffineLanes lanes;
+  LaneBounds bounds;
+};
+std::optional<StagedOperand> stagedOperandOf(Value operand);
+
+/// tile.dot on matrix units (or FMAs) over operands staged through shared memory, with
+/// the K loop software-pipelined by `numStages`.
+void populateDotPatterns(const TypeConverter &converter, RewritePatternSet &patterns,
+                         const Distribution &dist);
 
 /// 2-D integer, pointer and mask blocks that are affine in their indices (offsets,
 /// pointers, bounds masks) are built per element from the analysis, whatever ops made

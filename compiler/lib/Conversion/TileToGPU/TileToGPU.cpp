@@ -266,6 +266,7 @@ struct LoadLowering : DistributedPattern<LoadOp> {
 
 struct StoreLowering : DistributedPattern<StoreOp> {
   using DistributedPattern::DistributedPattern;
+  bool storeRowRuns(StoreOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const;
   LogicalResult matchAndRewrite(StoreOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Value value = adaptor.getValue();
@@ -276,6 +277,10 @@ struct StoreLowering : DistributedPattern<StoreOp> {
       return success();
     }
     Type element = vectorType.getElementType();
+    if (storeRowRuns(op, adaptor, rewriter)) {
+      rewriter.eraseOp(op);
+      return success();
+    }
     auto runs = contiguousRuns(rewriter, loc, dist, op.getPtr(), op.getMask(), adaptor.getMask(), element);
     if (!runs) {
       Value mask = adaptor.getMask();
@@ -308,6 +313,54 @@ struct StoreLowering : DistributedPattern<StoreOp> {
     return success();
   }
 };
+
+/// A 2-D block in a matrix layout whose lanes hold runs of consecutive columns (the
+/// accumulator of C^T-computing matrix instructions): each run is one vector store where
+/// it is wholly in range, aligned and the columns are contiguous, a masked scatter
+/// otherwise. False when the layout has no runs.
+bool StoreLowering::storeRowRuns(StoreOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const {
+  auto type = cast<RankedTensorType>(op.getPtr().getType());
+  if (type.getRank() != 2)
+    return false;
+  MatrixLayout layout = dist.matrixOf(type);
+  int64_t run = layout.tile.colRun;
+  auto lanes = analyzeAffineLanes(op.getPtr());
+  if (!layout.fits || run < 2 || !lanes)
+    return false;
+  Location loc = op.getLoc();
+  Value value = adaptor.getValue(), ptrs = adaptor.getPtr(), mask = adaptor.getMask();
+  Type element = cast<VectorType>(value.getType()).getElementType();
+  unsigned bytes = elementBytes(element);
+  Value unitColumns;
+  if (lanes->strides[1].getConstant() != 1) {
+    Value stride = lanes->strides[1].materialize(rewriter, loc, [&](Value v) { return rewriter.getRemappedValue(v); });
+    unitColumns = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, stride,
+                                        arith::ConstantIntOp::create(rewriter, loc, rewriter.getI64Type(), 1));
+  }
+  for (int64_t first = 0; first < layout.perThread(); first += run) {
+    Value slice = sliceOf(rewriter, loc, value, first, run);
+    Value ptrSlice = sliceOf(rewriter, loc, ptrs, first, run);
+    Value maskSlice = mask ? sliceOf(rewriter, loc, mask, first, run) : allOnMask(rewriter, loc, {run});
+    Value start = vector::ExtractOp::create(rewriter, loc, ptrs, ArrayRef<int64_t>{first});
+    Value whole = isAligned(rewriter, loc, start, run * bytes);
+    if (mask)
+      whole = arith::AndIOp::create(rewriter, loc, whole,
+                                    vector::ReductionOp::create(rewriter, loc, vector::CombiningKind::AND, maskSlice));
+    if (unitColumns)
+      whole = arith::AndIOp::create(rewriter, loc, whole, unitColumns);
+    scf::IfOp::create(
+        rewriter, loc, whole,
+        [&](OpBuilder &b, Location l) {
+          LLVM::StoreOp::create(b, l, slice, start, run * bytes);
+          scf::YieldOp::create(b, l);
+        },
+        [&](OpBuilder &b, Location l) {
+          LLVM::masked_scatter::create(b, l, slice, ptrSlice, maskSlice, bytes);
+          scf::YieldOp::create(b, l);
+        });
+  }
+  return true;
+}
 
 struct ReturnLowering : OpConversionPattern<func::ReturnOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -359,6 +412,14 @@ struct ConvertTileToGPUPass : mlir::tile::impl::ConvertTileToGPUBase<ConvertTile
       module.emitError("unknown GPU chipset '") << chipset << "'";
       return signalPassFailure();
     }
+    if (kpack != 1 && kpack != 2) {
+      module.emitError("kpack must be 1 or 2, got ") << kpack;
+      return signalPassFailure();
+    }
+    if (numStages < 1 || numStages > 8) {
+      module.emitError("num_stages must be in [1, 8], got ") << numStages;
+      return signalPassFailure();
+    }
     if (matrixInstrNonKDim != 16 && matrixInstrNonKDim != 32) {
       module.emitError("matrix_instr_nonkdim must be 16 or 32, got ") << matrixInstrNonKDim;
       return signalPassFailure();
@@ -381,6 +442,8 @@ struct ConvertTileToGPUPass : mlir::tile::impl::ConvertTileToGPUBase<ConvertTile
       dist.arch = *arch;
       dist.numWarps = numWarps;
       dist.nonKDim = matrixInstrNonKDim;
+      dist.kpack = kpack;
+      dist.numStages = numStages;
       dist.threads = threads;
       if (failed(checkDistributable(kernel, dist)))
         return signalPassFailure();
@@ -398,6 +461,8 @@ struct ConvertTileToGPUPass : mlir::tile::impl::ConvertTileToGPUBase<ConvertTile
       builder.setInsertionPointToStart(&func.getBody().front());
       Value tid = gpu::ThreadIdOp::create(builder, func.getLoc(), gpu::Dimension::x);
       dist.threadId = arith::IndexCastUIOp::create(builder, func.getLoc(), builder.getI32Type(), tid);
+      PipelinePlans pipelines = planPipelines(func, numStages);
+      dist.pipelines = &pipelines;
 
       GpuTypeConverter converter(ctx, dist);
       ConversionTarget target(*ctx);

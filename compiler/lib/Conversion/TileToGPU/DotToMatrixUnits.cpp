@@ -1,0 +1,652 @@
+// tile.dot on GPUs: each operand is copied from global memory into a swizzled
+// shared-memory layout that follows its contiguous dimension, read back as fragments of
+// the arch's matrix instruction with wide reads (ldmatrix on NVIDIA, 64/128-bit LDS reads
+// on AMD), and multiplied on the matrix units. With num_stages = S > 1 the K loop is
+// software-pipelined: tiles k + 1 .. k + S - 2 wait in a ring of S - 1 shared-memory
+// buffers, and the global loads of tile k + S - 1 are in flight in registers while the
+// matrix instructions of tile k run.
+#include "GpuLowering.h"
+
+#include "tile/Conversion/BlockAccess.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+using namespace mlir;
+using namespace mlir::tile;
+using namespace mlir::tile::gpu_lowering;
+
+namespace {
+
+Value c64(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v);
+}
+
+void collectFactors(const ScalarPoly &poly, SmallVectorImpl<Value> &out) {
+  for (const auto &monomial : poly.monomials)
+    out.append(monomial.factors.begin(), monomial.factors.end());
+}
+
+/// `value` computed `distance` iterations of `loop` ahead: the pure scalar ops between
+/// the induction variable and it are cloned at the builder's point with iv + distance *
+/// step. Null when it depends on anything else that changes per iteration.
+Value aheadOf(OpBuilder &b, scf::ForOp loop, Value value, Value ivAhead, IRMapping &mapping) {
+  if (Value known = mapping.lookupOrNull(value))
+    return known;
+  if (value == loop.getInductionVar())
+    return ivAhead;
+  if (!loop.getRegion().isAncestor(value.getParentRegion()))
+    return value;
+  Operation *op = value.getDefiningOp();
+  if (!op || op->getNumRegions() != 0 || !isPure(op) || op->getNumResults() != 1)
+    return {};
+  for (Value operand : op->getOperands())
+    if (!aheadOf(b, loop, operand, ivAhead, mapping))
+      return {};
+  Operation *clone = b.clone(*op, mapping);
+  return clone->getResult(0);
+}
+
+} // namespace
+
+PipelinePlans mlir::tile::gpu_lowering::planPipelines(Operation *kernel, int64_t numStages) {
+  PipelinePlans plans;
+  if (numStages < 2)
+    return plans;
+  kernel->walk([&](DotOp dot) {
+    auto loop = dyn_cast<scf::ForOp>(dot->getParentOp());
+    auto lhs = stagedOperandOf(dot.getA()), rhs = stagedOperandOf(dot.getB());
+    if (!loop || !lhs || !rhs)
+      return;
+    SmallVector<Value> leaves;
+    for (const StagedOperand *operand : {&*lhs, &*rhs}) {
+      leaves.push_back(operand->lanes.basePtr);
+      collectFactors(operand->lanes.offset, leaves);
+      for (const ScalarPoly &stride : operand->lanes.strides)
+        collectFactors(stride, leaves);
+      for (const auto &bounds : operand->bounds.upper)
+        for (const ScalarPoly &bound : bounds)
+          collectFactors(bound, leaves);
+    }
+    OpBuilder b(dot);
+    Location loc = dot.getLoc();
+    Value iv = loop.getInductionVar();
+    Type ivType = iv.getType();
+    auto toI32 = [&](Value v) -> Value {
+      if (v.getType().isIndex())
+        return arith::IndexCastOp::create(b, loc, b.getI32Type(), v);
+      if (v.getType().getIntOrFloatBitWidth() > 32)
+        return arith::TruncIOp::create(b, loc, b.getI32Type(), v);
+      return v;
+    };
+    PipelinedLoop plan;
+    Value iteration = arith::DivSIOp::create(
+        b, loc, arith::SubIOp::create(b, loc, iv, loop.getLowerBound()), loop.getStep());
+    plan.first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, iv, loop.getLowerBound());
+    for (int64_t d = 0; d < numStages; ++d) {
+      Value distance = arith::ConstantOp::create(b, loc, ivType, b.getIntegerAttr(ivType, d));
+      Value ivAhead = arith::AddIOp::create(b, loc, iv,
+                                            arith::MulIOp::create(b, loc, distance, loop.getStep()));
+      IRMapping mapping;
+      DenseMap<Value, Value> shifted;
+      for (Value leaf : leaves) {
+        Value ahead = aheadOf(b, loop, leaf, ivAhead, mapping);
+        if (!ahead)
+          return;
+        shifted[leaf] = ahead;
+      }
+      plan.shifted.push_back(std::move(shifted));
+      plan.inRange.push_back(
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, ivAhead, loop.getUpperBound()));
+      Value slot = arith::RemSIOp::create(
+          b, loc, arith::AddIOp::create(b, loc, iteration, distance),
+          arith::ConstantOp::create(b, loc, ivType, b.getIntegerAttr(ivType, numStages - 1)));
+      plan.slot.push_back(toI32(slot));
+    }
+    plans[dot] = std::move(plan);
+  });
+  return plans;
+}
+
+namespace {
+
+/// Compile-time facts of one operand's trip through shared memory.
+struct OperandPlan {
+  int64_t rows = 0, cols = 0;
+  unsigned kDim = 0;     ///< 1 for a (m x k), 0 for b (k x n)
+  unsigned innerDim = 0; ///< the contiguous dimension, in global and in shared memory
+  bool innerUnit = false; ///< its stride is the constant 1
+  SharedLayout shared;   ///< [outer][inner]
+  int64_t run = 1;       ///< elements one thread copies at a time along inner (16 bytes)
+  int64_t runs = 0, runsPerThread = 0;
+  int64_t extent(unsigned dim) const { return dim == 0 ? rows : cols; }
+  bool kContiguous() const { return innerDim == kDim; }
+};
+
+/// Where and how much of an operand one iteration reads (all i64).
+struct OperandView {
+  Value matrix; ///< the operand's first element, always readable when K > 0
+  Value base, outerStride, innerStride, validOuter, validInner, innerUnit;
+};
+
+OperandPlan planOperand(const StagedOperand &operand, RankedTensorType type, unsigned kDim,
+                        const Distribution &dist, const MatrixInstruction *mi, int64_t bytes) {
+  OperandPlan plan;
+  plan.rows = type.getDimSize(0);
+  plan.cols = type.getDimSize(1);
+  plan.kDim = kDim;
+  auto unit = [&](unsigned d) { return operand.lanes.strides[d].getConstant() == 1; };
+  plan.innerDim = unit(1) ? 1 : unit(0) ? 0 : kDim;
+  plan.innerUnit = unit(plan.innerDim);
+  int64_t outer = plan.extent(1 - plan.innerDim), inner = plan.extent(plan.innerDim);
+  // Reads are as wide as a fragment's run along k where k is contiguous; ldmatrix and the
+  // copies themselves move 16 bytes.
+  int64_t accessBytes = 16;
+  if (mi && !mi->ldmatrix && plan.kContiguous())
+    accessBytes = std::clamp<int64_t>(mi->kRun * bytes, 8, 16);
+  plan.shared = swizzledLayout(outer, inner, bytes, accessBytes);
+  plan.run = std::min<int64_t>(16 / bytes, inner);
+  plan.runs = outer * inner / plan.run;
+  plan.runsPerThread = (plan.runs + dist.threads - 1) / dist.threads;
+  return plan;
+}
+
+/// The LDS array of a staged operand: a module-level global in address space 3.
+Value sharedBuffer(ConversionPatternRewriter &rewriter, Operation *op, Type element, int64_t count,
+                   StringRef name) {
+  auto module = op->getParentOfType<gpu::GPUModuleOp>();
+  auto arrayType = LLVM::LLVMArrayType::get(element, count);
+  std::string symbol = name.str();
+  for (int i = 0; module.lookupSymbol(symbol); ++i)
+    symbol = (name + "_" + std::to_string(i)).str();
+  {
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToStart(module.getBody());
+    LLVM::GlobalOp::create(rewriter, op->getLoc(), arrayType, /*isConstant=*/false,
+                           LLVM::Linkage::Internal, symbol, Attribute(), /*alignment=*/16,
+                           kSharedAddressSpace);
+  }
+  return LLVM::AddressOfOp::create(
+      rewriter, op->getLoc(), LLVM::LLVMPointerType::get(rewriter.getContext(), kSharedAddressSpace),
+      symbol);
+}
+
+Value elementPtr(OpBuilder &b, Location loc, Value base, Type element, Value index) {
+  return LLVM::GEPOp::create(b, loc, base.getType(), element, base, ArrayRef<LLVM::GEPArg>{index});
+}
+
+Value sliceOf(OpBuilder &b, Location loc, Value v, int64_t first, int64_t count) {
+  return vector::ShuffleOp::create(b, loc, v, v, llvm::to_vector(llvm::seq<int64_t>(first, first + count)));
+}
+
+/// Concatenates equally typed vectors.
+Value concat(OpBuilder &b, Location loc, ArrayRef<Value> parts) {
+  Value all = parts.front();
+  for (Value part : parts.drop_front()) {
+    int64_t n = cast<VectorType>(all.getType()).getDimSize(0);
+    int64_t m = cast<VectorType>(part.getType()).getDimSize(0);
+    if (n == m) {
+      all = vector::ShuffleOp::create(b, loc, all, part, llvm::to_vector(llvm::seq<int64_t>(0, n + m)));
+      continue;
+    }
+    // Widen the shorter one first: shuffle operands must have the same type.
+    SmallVector<int64_t> widen = llvm::to_vector(llvm::seq<int64_t>(0, m));
+    widen.resize(n, -1);
+    Value wide = vector::ShuffleOp::create(b, loc, part, part, widen);
+    SmallVector<int64_t> mask = llvm::to_vector(llvm::seq<int64_t>(0, n));
+    for (int64_t i = 0; i < m; ++i)
+      mask.push_back(n + i);
+    all = vector::ShuffleOp::create(b, loc, all, wide, mask);
+  }
+  return all;
+}
+
+struct DotOnGpu : OpConversionPattern<DotOp> {
+  DotOnGpu(const TypeConverter &converter, MLIRContext *ctx, const Distribution &dist)
+      : OpConversionPattern(converter, ctx), dist(dist) {}
+
+  const Distribution &dist;
+
+  /// Run r of this thread: its (outer, inner start) in the block, as i32.
+  std::pair<Value, Value> runPosition(OpBuilder &b, Location loc, const OperandPlan &plan,
+                                      int64_t r) const {
+    int64_t runsPerRow = plan.shared.inner / plan.run;
+    Value run = arith::AddIOp::create(b, loc, dist.threadId, i32Constant(b, loc, r * dist.threads));
+    Value outer = arith::DivUIOp::create(b, loc, run, i32Constant(b, loc, runsPerRow));
+    Value inner = arith::MulIOp::create(
+        b, loc, arith::RemUIOp::create(b, loc, run, i32Constant(b, loc, runsPerRow)),
+        i32Constant(b, loc, plan.run));
+    return {outer, inner};
+  }
+
+  /// Guards the runs past the block's end (when the threads outnumber the runs).
+  Value runExists(OpBuilder &b, Location loc, const OperandPlan &plan, int64_t r) const {
+    if ((r + 1) * dist.threads <= plan.runs)
+      return {};
+    Value run = arith::AddIOp::create(b, loc, dist.threadId, i32Constant(b, loc, r * dist.threads));
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, run, i32Constant(b, loc, plan.runs));
+  }
+
+  /// This thread's runs of one operand tile, loaded from global memory into registers:
+  /// one 16-byte load per run where it is whole, contiguous and aligned, else element
+  /// by element with zeros outside the matrix.
+  Value loadRuns(OpBuilder &b, Location loc, const OperandPlan &plan, const OperandView &view,
+                 Type element, Value inRange) const {
+    int64_t bytes = elementBytes(element);
+    auto runType = VectorType::get({plan.run}, element);
+    Type i64 = b.getI64Type();
+    SmallVector<Value> loaded;
+    for (int64_t r = 0; r < plan.runsPerThread; ++r) {
+      auto [outer32, inner32] = runPosition(b, loc, plan, r);
+      Value outer = arith::ExtUIOp::create(b, loc, i64, outer32);
+      Value inner = arith::ExtUIOp::create(b, loc, i64, inner32);
+      Value outerOn = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, outer, view.validOuter);
+      if (Value exists = runExists(b, loc, plan, r))
+        outerOn = arith::AndIOp::create(b, loc, outerOn, exists);
+      if (inRange)
+        outerOn = arith::AndIOp::create(b, loc, outerOn, inRange);
+      Value src = elementPtr(
+          b, loc, view.base, element,
+          arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, outer, view.outerStride),
+                                arith::MulIOp::create(b, loc, inner, view.innerStride)));
+      Value runEnd = arith::AddIOp::create(b, loc, inner, c64(b, loc, plan.run));
+      Value whole = arith::AndIOp::create(
+          b, loc, outerOn, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, runEnd, view.validInner));
+      if (!plan.innerUnit)
+        whole = arith::AndIOp::create(b, loc, whole, view.innerUnit);
+      whole = arith::AndIOp::create(b, loc, whole, isAligned(b, loc, src, plan.run * bytes));
+      auto data = scf::IfOp::create(
+          b, loc, whole,
+          [&](OpBuilder &b, Location loc) {
+            scf::YieldOp::create(b, loc, Value(LLVM::LoadOp::create(b, loc, runType, src, plan.run * bytes)));
+          },
+          [&](OpBuilder &b, Location loc) {
+            // An edge of the matrix, a strided view or a misaligned one: element by
+            // element, without branches (lanes outside read the operand's first element
+            // and keep zero).
+            Value values = arith::ConstantOp::create(b, loc, runType, b.getZeroAttr(runType));
+            Value zero = arith::ConstantOp::create(b, loc, element, b.getZeroAttr(element));
+            for (int64_t j = 0; j < plan.run; ++j) {
+              Value at = arith::AddIOp::create(b, loc, inner, c64(b, loc, j));
+              Value on = arith::AndIOp::create(
+                  b, loc, outerOn, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, at, view.validInner));
+              Value ptr = elementPtr(
+                  b, loc, view.base, element,
+                  arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, outer, view.outerStride),
+                                        arith::MulIOp::create(b, loc, at, view.innerStride)));
+              ptr = arith::SelectOp::create(b, loc, on, ptr, view.matrix);
+              Value one = arith::SelectOp::create(b, loc, on, LLVM::LoadOp::create(b, loc, element, ptr, bytes), zero);
+              values = vector::InsertOp::create(b, loc, one, values, ArrayRef<int64_t>{j});
+            }
+            scf::YieldOp::create(b, loc, values);
+          });
+      loaded.push_back(data.getResult(0));
+    }
+    return concat(b, loc, loaded);
+  }
+
+  /// Writes this thread's runs into stage `slot` of the shared buffer, in units of the
+  /// layout's vec (one ds_write_b64/b128 or st.shared.v2/v4 each).
+  void storeRuns(OpBuilder &b, Location loc, const OperandPlan &plan, Value registers, Value buffer,
+                 Value slot, Type element) const {
+    int64_t bytes = elementBytes(element);
+    int64_t stage = plan.shared.outer * plan.shared.inner;
+    Value slotBase = arith::MulIOp::create(b, loc, slot, i32Constant(b, loc, stage));
+    int64_t vec = std::min(plan.shared.vec, plan.run);
+    for (int64_t r = 0; r < plan.runsPerThread; ++r) {
+      auto [outer, inner] = runPosition(b, loc, plan, r);
+      auto write = [&](OpBuilder &b, Location loc) {
+        for (int64_t p = 0; p < plan.run; p += vec) {
+          Value at = arith::AddIOp::create(b, loc, inner, i32Constant(b, loc, p));
+          Value offset = arith::AddIOp::create(b, loc, slotBase, plan.shared.offset(b, loc, outer, at));
+          Value ptr = elementPtr(b, loc, buffer, element, arith::ExtUIOp::create(b, loc, b.getI64Type(), offset));
+          LLVM::StoreOp::create(b, loc, sliceOf(b, loc, registers, r * plan.run + p, vec), ptr, vec * bytes);
+        }
+      };
+      if (Value exists = runExists(b, loc, plan, r)) {
+        scf::IfOp::create(b, loc, exists, [&](OpBuilder &b, Location loc) {
+          write(b, loc);
+          scf::YieldOp::create(b, loc);
+        });
+      } else {
+        write(b, loc);
+      }
+    }
+  }
+
+  /// A vector of `count` elements of stage `slot` starting at (outer, inner), read in
+  /// pieces that stay inside one swizzle unit.
+  Value readShared(OpBuilder &b, Location loc, const OperandPlan &plan, Value buffer, Value slotBase,
+                   Type element, Value outer, Value inner, int64_t count) const {
+    int64_t bytes = elementBytes(element);
+    int64_t piece = std::min(count, plan.shared.vec);
+    SmallVector<Value> pieces;
+    for (int64_t p = 0; p < count; p += piece) {
+      Value at = arith::AddIOp::create(b, loc, inner, i32Constant(b, loc, p));
+      Value offset = arith::AddIOp::create(b, loc, slotBase, plan.shared.offset(b, loc, outer, at));
+      Value ptr = elementPtr(b, loc, buffer, element, arith::ExtUIOp::create(b, loc, b.getI64Type(), offset));
+      pieces.push_back(LLVM::LoadOp::create(b, loc, VectorType::get({piece}, element), ptr, piece * bytes));
+    }
+    return concat(b, loc, pieces);
+  }
+
+  /// One element (row, col) of the operand's block from shared memory.
+  Value readElement(OpBuilder &b, Location loc, const OperandPlan &plan, Value buffer, Value slotBase,
+                    Type element, Value row, Value col) const {
+    Value outer = plan.innerDim == 1 ? row : col, inner = plan.innerDim == 1 ? col : row;
+    Value offset = arith::AddIOp::create(b, loc, slotBase, plan.shared.offset(b, loc, outer, inner));
+    Value ptr = elementPtr(b, loc, buffer, element, arith::ExtUIOp::create(b, loc, b.getI64Type(), offset));
+    return LLVM::LoadOp::create(b, loc, element, ptr, elementBytes(element));
+  }
+
+  /// ldmatrix x4 (or x2): 8x8 matrices of 16-bit elements, each lane giving the address
+  /// of one 16-byte row; the result as a vector of `element`.
+  Value ldmatrix(OpBuilder &b, Location loc, const OperandPlan &plan, Value buffer, Value slotBase,
+                 Type element, Value outer, Value inner, int64_t matrices, bool transpose) const {
+    Value offset = arith::AddIOp::create(b, loc, slotBase, plan.shared.offset(b, loc, outer, inner));
+    Value ptr = elementPtr(b, loc, buffer, element, arith::ExtUIOp::create(b, loc, b.getI64Type(), offset));
+    Type i32 = b.getI32Type();
+    SmallVector<Type> fields(matrices, i32);
+    auto structType = LLVM::LLVMStructType::getLiteral(b.getContext(), fields);
+    std::string name = "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x" + std::to_string(matrices) +
+                       (transpose ? ".trans.b16" : ".b16");
+    Value result = LLVM::CallIntrinsicOp::create(b, loc, structType, b.getStringAttr(name), ValueRange{ptr})
+                       .getResult(0);
+    auto words = VectorType::get({matrices}, i32);
+    Value packed = arith::ConstantOp::create(b, loc, words, b.getZeroAttr(words));
+    for (int64_t i = 0; i < matrices; ++i)
+      packed = vector::InsertOp::create(b, loc, LLVM::ExtractValueOp::create(b, loc, result, i), packed,
+                                        ArrayRef<int64_t>{i});
+    int64_t perWord = 4 / elementBytes(element);
+    return LLVM::BitcastOp::create(b, loc, VectorType::get({matrices * perWord}, element), packed);
+  }
+
+  LogicalResult matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override;
+
+  Value fragmentsAndMultiply(ConversionPatternRewriter &rewriter, Location loc, const MatrixLayout &layout,
+                             const MatrixInstruction &mi, Value acc, const OperandPlan &pa, const OperandPlan &pb,
+                             Value bufA, Value bufB, Value slotA, Value slotB, Type input) const;
+
+  Value onFmas(ConversionPatternRewriter &rewriter, Location loc, const MatrixLayout &layout, Value acc,
+               const OperandPlan &pa, const OperandPlan &pb, Value bufA, Value bufB, Value slotA,
+               Value slotB, Type input) const;
+};
+
+Value widenTo(OpBuilder &b, Location loc, Value v, Type accElement) {
+  if (v.getType() == accElement)
+    return v;
+  if (isa<FloatType>(accElement))
+    return arith::ExtFOp::create(b, loc, accElement, v);
+  return arith::ExtSIOp::create(b, loc, accElement, v);
+}
+
+LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const {
+  Location loc = op.getLoc();
+  auto aType = op.getA().getType(), bType = op.getB().getType();
+  Type input = aType.getElementType();
+  auto a = stagedOperandOf(op.getA()), b = stagedOperandOf(op.getB());
+  if (!a || !b)
+    return op.emitError("a GPU dot needs both operands loaded from affine addresses with "
+                        "bounds masks (as blocked matmuls load them)");
+  MatrixLayout layout = dist.matrixOf(op.getType());
+  int64_t m = aType.getDimSize(0), k = aType.getDimSize(1), n = bType.getDimSize(1);
+  if (!layout.fits)
+    return op.emitError("a ") << m << "x" << n << " accumulator does not fit " << dist.numWarps
+                              << " waves of " << layout.tile.tileM << "x" << layout.tile.tileN
+                              << " tiles on " << dist.arch.name
+                              << "; use BLOCK_M, BLOCK_N that give each wave whole tiles";
+  auto instruction = matrixInstructionFor(layout.tile, input, dist.arch, dist.kpack);
+  if (dist.kpack != 1 && (!instruction || dist.arch.matrixUnit != ::tile::MatrixUnit::Mfma))
+    return op.emitError("kpack=") << dist.kpack << " packs the k of several MFMA instructions; "
+                                  << dist.arch.name << " with " << input << " inputs takes kpack=1";
+  if (instruction && k % instruction->tileK != 0) {
+    if (dist.kpack != 1)
+      return op.emitError("kpack=") << dist.kpack << " needs BLOCK_K to be a multiple of "
+                                    << instruction->tileK << ", got " << k;
+    instruction.reset();
+  }
+  int64_t bytes = elementBytes(input);
+  const MatrixInstruction *mi = instruction ? &*instruction : nullptr;
+  OperandPlan pa = planOperand(*a, aType, 1, dist, mi, bytes);
+  OperandPlan pb = planOperand(*b, bType, 0, dist, mi, bytes);
+
+  const PipelinedLoop *plan = nullptr;
+  if (dist.pipelines)
+    if (auto it = dist.pipelines->find(op); it != dist.pipelines->end())
+      plan = &it->second;
+  // S stages hold S - 1 tiles in shared memory and one in registers, as Triton's AMD
+  // stream pipeliner counts them: num_stages 2 is one shared buffer per operand.
+  int64_t stages = plan ? dist.numStages : 1;
+  int64_t buffers = std::max<int64_t>(1, stages - 1);
+  Value bufA = sharedBuffer(rewriter, op, input, buffers * m * k, "__tile_lds_a");
+  Value bufB = sharedBuffer(rewriter, op, input, buffers * k * n, "__tile_lds_b");
+
+  // The operand views at `distance` iterations ahead (0: this one).
+  auto viewAt = [&](const StagedOperand &operand, const OperandPlan &p, int64_t distance) {
+    auto remap = [&](Value v) {
+      if (plan)
+        if (auto it = plan->shifted[distance].find(v); it != plan->shifted[distance].end())
+          v = it->second;
+      return rewriter.getRemappedValue(v);
+    };
+    OperandView view;
+    Value offset = operand.lanes.offset.materialize(rewriter, loc, remap);
+    view.matrix = remap(operand.lanes.basePtr);
+    view.base = elementPtr(rewriter, loc, view.matrix, input, offset);
+    unsigned innerDim = p.innerDim, outerDim = 1 - p.innerDim;
+    view.outerStride = operand.lanes.strides[outerDim].materialize(rewriter, loc, remap);
+    view.innerStride = operand.lanes.strides[innerDim].materialize(rewriter, loc, remap);
+    auto valid = [&](unsigned dim) {
+      Value count = c64(rewriter, loc, p.extent(dim));
+      for (const auto &bound : operand.bounds.upper[dim])
+        count = arith::MinSIOp::create(rewriter, loc, count, bound.materialize(rewriter, loc, remap));
+      return arith::MaxSIOp::create(rewriter, loc, count, c64(rewriter, loc, 0)).getResult();
+    };
+    view.validOuter = valid(outerDim);
+    view.validInner = valid(innerDim);
+    view.innerUnit = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, view.innerStride,
+                                           c64(rewriter, loc, 1));
+    return view;
+  };
+  auto stageInto = [&](OpBuilder &builder, Location loc, int64_t distance, Value slot, Value inRange) {
+    Value ra = loadRuns(builder, loc, pa, viewAt(*a, pa, distance), input, inRange);
+    Value rb = loadRuns(builder, loc, pb, viewAt(*b, pb, distance), input, inRange);
+    return std::tuple{ra, rb, slot};
+  };
+  auto compute = [&](Value slot) {
+    Value slotA = arith::MulIOp::create(rewriter, loc, slot, i32Constant(rewriter, loc, m * k));
+    Value slotB = arith::MulIOp::create(rewriter, loc, slot, i32Constant(rewriter, loc, k * n));
+    Value acc = adaptor.getAcc();
+    return mi ? fragmentsAndMultiply(rewriter, loc, layout, *mi, acc, pa, pb, bufA, bufB, slotA, slotB, input)
+              : onFmas(rewriter, loc, layout, acc, pa, pb, bufA, bufB, slotA, slotB, input);
+  };
+
+  if (stages == 1) {
+    Value zero = i32Constant(rewriter, loc, 0);
+    auto [ra, rb, slot] = stageInto(rewriter, loc, 0, zero, Value());
+    // The previous K step may still read the buffers.
+    gpu::BarrierOp::create(rewriter, loc);
+    storeRuns(rewriter, loc, pa, ra, bufA, zero, input);
+    storeRuns(rewriter, loc, pb, rb, bufB, zero, input);
+    gpu::BarrierOp::create(rewriter, loc);
+    rewriter.replaceOp(op, compute(zero));
+    return success();
+  }
+
+  // First iteration: fill the stages this loop's first S - 1 tiles go to.
+  scf::IfOp::create(rewriter, loc, rewriter.getRemappedValue(plan->first), [&](OpBuilder &b, Location loc) {
+    for (int64_t d = 0; d < stages - 1; ++d) {
+      auto [ra, rb, slot] = stageInto(b, loc, d, plan->slot[d], plan->inRange[d]);
+      storeRuns(b, loc, pa, ra, bufA, slot, input);
+      storeRuns(b, loc, pb, rb, bufB, slot, input);
+    }
+    gpu::BarrierOp::create(b, loc);
+    scf::YieldOp::create(b, loc);
+  });
+  // Tile k + S - 1 is loaded into registers before tile k's matrix instructions run, and
+  // written after them into the buffer tile k leaves, once every wave is done reading
+  // it. With one buffer, a second barrier keeps the next iteration's reads after the
+  // writes; with more, the next iteration reads a buffer written one barrier earlier.
+  int64_t ahead = stages - 1;
+  auto [ra, rb, slot] = stageInto(rewriter, loc, ahead, plan->slot[ahead], plan->inRange[ahead]);
+  Value result = compute(plan->slot[0]);
+  gpu::BarrierOp::create(rewriter, loc);
+  storeRuns(rewriter, loc, pa, ra, bufA, slot, input);
+  storeRuns(rewriter, loc, pb, rb, bufB, slot, input);
+  if (buffers == 1)
+    gpu::BarrierOp::create(rewriter, loc);
+  rewriter.replaceOp(op, result);
+  return success();
+}
+
+Value DotOnGpu::fragmentsAndMultiply(ConversionPatternRewriter &rewriter, Location loc,
+                                     const MatrixLayout &layout, const MatrixInstruction &mi, Value acc,
+                                     const OperandPlan &pa, const OperandPlan &pb, Value bufA, Value bufB,
+                                     Value slotA, Value slotB, Type input) const {
+  WaveCoordinates w = waveCoordinates(rewriter, loc, dist, layout);
+  auto c = [&](int64_t v) { return i32Constant(rewriter, loc, v); };
+  auto add = [&](Value x, Value y) { return arith::AddIOp::create(rewriter, loc, x, y).getResult(); };
+  auto addc = [&](Value x, int64_t y) { return add(x, c(y)); };
+  auto div = [&](Value x, int64_t y) { return arith::DivUIOp::create(rewriter, loc, x, c(y)).getResult(); };
+  auto rem = [&](Value x, int64_t y) { return arith::RemUIOp::create(rewriter, loc, x, c(y)).getResult(); };
+  auto mul = [&](Value x, int64_t y) { return arith::MulIOp::create(rewriter, loc, x, c(y)).getResult(); };
+  int64_t m = pa.rows, k = pa.cols, n = pb.cols;
+  Value waveRow = mul(w.waveM, m / layout.warpsM);
+  Value waveCol = mul(w.waveN, n / layout.warpsN);
+  int64_t perLane = layout.tile.perLane;
+  int64_t bytes = elementBytes(input);
+  int64_t per16 = 16 / bytes; // elements in one ldmatrix row
+  // ldmatrix.trans moves 16-bit elements; 8-bit operands laid out along m or n are read
+  // element by element.
+  bool ldmatrixA = mi.ldmatrix && (pa.kContiguous() || bytes == 2);
+  bool ldmatrixB = mi.ldmatrix && (pb.kContiguous() || bytes == 2);
+  SmallVector<Value> tiles;
+  for (int64_t t = 0; t < layout.repM * layout.repN; ++t)
+    tiles.push_back(sliceOf(rewriter, loc, acc, t * perLane, perLane));
+
+  // A fragment of aPerLane (bPerLane) elements from its runs along k, or element by
+  // element where k is not the contiguous dimension.
+  auto fragment = [&](const OperandPlan &p, Value buffer, Value slot, Value nonK, int64_t kBase,
+                      bool isA) -> Value {
+    int64_t count = isA ? mi.aPerLane : mi.bPerLane;
+    auto coordinates = isA ? mi.a : mi.b;
+    SmallVector<Value> runs;
+    for (int64_t j = 0; j < count; j += mi.kRun) {
+      auto [x, y] = coordinates(rewriter, loc, w.lane, j);
+      Value kk = addc(isA ? y : x, kBase);
+      Value at = add(nonK, isA ? x : y);
+      if (p.kContiguous()) {
+        runs.push_back(readShared(rewriter, loc, p, buffer, slot, input, at, kk, mi.kRun));
+        continue;
+      }
+      SmallVector<Value> elements;
+      for (int64_t i = 0; i < mi.kRun; ++i) {
+        Value ki = addc(kk, i);
+        Value e = isA ? readElement(rewriter, loc, p, buffer, slot, input, at, ki)
+                      : readElement(rewriter, loc, p, buffer, slot, input, ki, at);
+        elements.push_back(vector::BroadcastOp::create(rewriter, loc, VectorType::get({1}, input), e));
+      }
+      runs.push_back(concat(rewriter, loc, elements));
+    }
+    return concat(rewriter, loc, runs);
+  };
+
+  for (int64_t step = 0; step < k / mi.tileK; ++step) {
+    int64_t kBase = step * mi.tileK;
+    SmallVector<Value> aFrags, bFrags;
+    for (int64_t rm = 0; rm < layout.repM; ++rm) {
+      Value rowBase = addc(waveRow, rm * layout.tile.tileM);
+      if (!ldmatrixA) {
+        aFrags.push_back(fragment(pa, bufA, slotA, rowBase, kBase, true));
+        continue;
+      }
+      // Matrices (rows 0-7, k 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15): a0..a3.
+      Value q = div(w.lane, 8), r = rem(w.lane, 8);
+      Value row = add(rowBase, add(r, mul(rem(q, 2), 8)));
+      Value kk = addc(mul(div(q, 2), per16), kBase);
+      if (pa.kContiguous()) {
+        aFrags.push_back(ldmatrix(rewriter, loc, pa, bufA, slotA, input, row, kk, 4, false));
+      } else {
+        Value kRow = addc(add(r, mul(div(q, 2), 8)), kBase);
+        Value mCol = add(rowBase, mul(rem(q, 2), 8));
+        aFrags.push_back(ldmatrix(rewriter, loc, pa, bufA, slotA, input, kRow, mCol, 4, true));
+      }
+    }
+    for (int64_t rn = 0; rn < layout.repN; ++rn) {
+      Value colBase = addc(waveCol, rn * layout.tile.tileN);
+      if (!ldmatrixB) {
+        bFrags.push_back(fragment(pb, bufB, slotB, colBase, kBase, false));
+        continue;
+      }
+      // Two n tiles per ldmatrix x4: (n 0-7, k 0-7), (0-7, 8-15), (8-15, 0-7), (8-15, 8-15).
+      int64_t matrices = rn + 1 < layout.repN ? 4 : 2;
+      Value q = div(w.lane, 8), r = rem(w.lane, 8);
+      if (matrices == 2)
+        q = rem(q, 2);
+      Value words;
+      if (pb.kContiguous()) {
+        Value col = add(colBase, add(r, mul(div(q, 2), 8)));
+        Value kk = addc(mul(rem(q, 2), per16), kBase);
+        words = ldmatrix(rewriter, loc, pb, bufB, slotB, input, col, kk, matrices, false);
+      } else {
+        Value kRow = addc(add(r, mul(rem(q, 2), 8)), kBase);
+        Value col = add(colBase, mul(div(q, 2), 8));
+        words = ldmatrix(rewriter, loc, pb, bufB, slotB, input, kRow, col, matrices, true);
+      }
+      int64_t half = mi.bPerLane;
+      bFrags.push_back(sliceOf(rewriter, loc, words, 0, half));
+      if (matrices == 4) {
+        bFrags.push_back(sliceOf(rewriter, loc, words, half, half));
+        ++rn;
+      }
+    }
+    for (int64_t rm = 0; rm < layout.repM; ++rm)
+      for (int64_t rn = 0; rn < layout.repN; ++rn) {
+        Value &tile = tiles[rm * layout.repN + rn];
+        tile = mi.multiply(rewriter, loc, aFrags[rm], bFrags[rn], tile);
+      }
+  }
+  return concat(rewriter, loc, tiles);
+}
+
+/// Archs or types with no matrix instruction: each thread forms its accumulator
+/// elements with FMAs (multiply-adds for integers) over the staged blocks.
+Value DotOnGpu::onFmas(ConversionPatternRewriter &rewriter, Location loc, const MatrixLayout &layout,
+                       Value acc, const OperandPlan &pa, const OperandPlan &pb, Value bufA, Value bufB,
+                       Value slotA, Value slotB, Type input) const {
+  int64_t perThread = layout.perThread();
+  SmallVector<std::pair<Value, Value>> coordinates;
+  for (int64_t e = 0; e < perThread; ++e)
+    coordinates.push_back(matrixCoordinates(rewriter, loc, dist, layout, e));
+  Type accElement = cast<VectorType>(acc.getType()).getElementType();
+  auto loop = scf::ForOp::create(
+      rewriter, loc, i32Constant(rewriter, loc, 0), i32Constant(rewriter, loc, pa.cols),
+      i32Constant(rewriter, loc, 1), ValueRange{acc}, [&](OpBuilder &b, Location loc, Value kk, ValueRange iter) {
+        Value sums = iter[0];
+        for (int64_t e = 0; e < perThread; ++e) {
+          auto [row, col] = coordinates[e];
+          Value x = widenTo(b, loc, readElement(b, loc, pa, bufA, slotA, input, row, kk), accElement);
+          Value y = widenTo(b, loc, readElement(b, loc, pb, bufB, slotB, input, kk, col), accElement);
+          Value sum = vector::ExtractOp::create(b, loc, sums, ArrayRef<int64_t>{e});
+          // llvm.fma, not math.fma: the GPU conversions turn math.fma into calls of
+          // __nv_fmaf / __ocml_fma_f32 from device libraries.
+          sum = isa<FloatType>(accElement)
+                    ? Value(LLVM::FMAOp::create(b, loc, x, y, sum))
+                    : Value(arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, x, y), sum));
+          sums = vector::InsertOp::create(b, loc, sum, sums, ArrayRef<int64_t>{e});
+        }
+        scf::YieldOp::create(b, loc, sums);
+      });
+  return loop.getResult(0);
+}
+
+} // namespace
+
+void mlir::tile::gpu_lowering::populateDotPatterns(const TypeConverter &converter,
+                                                   RewritePatternSet &patterns,
+                                                   const Distribution &dist) {
+  patterns.add<DotOnGpu>(converter, patterns.getContext(), dist);
+}
