@@ -36,17 +36,23 @@ std::map<std::string, int64_t> gpuConfig(const Target &target, int64_t m, int64_
   bool hip = target.kind == TargetKind::Hip;
   // a and b blocks of 128 x BLOCK_K stay within 48 KiB of static shared memory.
   bool wide = inputDtype == "f32";
-  // Autotuning the NVIDIA tutorial's list on an H200 (f16, 512^3 to 4096^3) picked
-  // 128x128x32 with 4 warps for large problems: 97 TFLOP/s at 4096^3 against 58 for
-  // 128x128x64 with 8 warps (benchmarks/results/bench_matmul_cuda_float16_autotuned.json).
+  // Large 16-bit problems on NVIDIA take BLOCK_K 32 (128x128x32 won the tutorial's list
+  // on an H200 before the pipelined lowering).
   bool halfOnNvidia =
       target.kind == TargetKind::Cuda && (inputDtype == "f16" || inputDtype == "bf16");
+  // f32 on NVIDIA takes BLOCK_K 16, so that pipelined candidates' shared tiles stay
+  // within 48 KiB of static shared memory. Eight warps keep the 128 x 128 accumulator
+  // and fragments within 128 registers (four warps need 248).
+  bool f32OnNvidia = wide && target.kind == TargetKind::Cuda;
   return {{"BLOCK_M", large ? 128 : 64},
           {"BLOCK_N", large ? 128 : 64},
-          {"BLOCK_K", hip || wide || (halfOnNvidia && large) ? 32 : 64},
+          {"BLOCK_K", f32OnNvidia ? 16 : hip || wide || (halfOnNvidia && large) ? 32 : 64},
           {"GROUP_M", 8},
-          {"num_warps", large && !halfOnNvidia ? 8 : 4},
-          {"num_stages", hip ? 2 : 3},
+          {"num_warps", large ? 8 : 4},
+          // NVIDIA: the register-staged pipeline holds ~120 more registers per thread
+          // (244 at num_stages 2 against 128 at 1 for 128x128x32 over 8 warps, ptxas -v),
+          // which halves occupancy; it pays once loads go through cp.async instead.
+          {"num_stages", hip ? 2 : 1},
           {"waves_per_eu", hip ? 2 : 0},
           {"matrix_instr_nonkdim", 16},
           {"kpack", 1}};

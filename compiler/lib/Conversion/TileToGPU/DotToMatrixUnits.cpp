@@ -32,19 +32,18 @@ void collectFactors(const ScalarPoly &poly, SmallVectorImpl<Value> &out) {
 
 /// `value` computed `distance` iterations of `loop` ahead: the pure scalar ops between
 /// the induction variable and it are cloned at the builder's point with iv + distance *
-/// step. Null when it depends on anything else that changes per iteration.
-Value aheadOf(OpBuilder &b, scf::ForOp loop, Value value, Value ivAhead, IRMapping &mapping) {
+/// step (which `mapping` maps the induction variable to). Null when it depends on
+/// anything else that changes per iteration.
+Value aheadOf(OpBuilder &b, scf::ForOp loop, Value value, IRMapping &mapping) {
   if (Value known = mapping.lookupOrNull(value))
     return known;
-  if (value == loop.getInductionVar())
-    return ivAhead;
   if (!loop.getRegion().isAncestor(value.getParentRegion()))
     return value;
   Operation *op = value.getDefiningOp();
   if (!op || op->getNumRegions() != 0 || !isPure(op) || op->getNumResults() != 1)
     return {};
   for (Value operand : op->getOperands())
-    if (!aheadOf(b, loop, operand, ivAhead, mapping))
+    if (!aheadOf(b, loop, operand, mapping))
       return {};
   Operation *clone = b.clone(*op, mapping);
   return clone->getResult(0);
@@ -91,9 +90,10 @@ PipelinePlans mlir::tile::gpu_lowering::planPipelines(Operation *kernel, int64_t
       Value ivAhead = arith::AddIOp::create(b, loc, iv,
                                             arith::MulIOp::create(b, loc, distance, loop.getStep()));
       IRMapping mapping;
+      mapping.map(iv, ivAhead);
       DenseMap<Value, Value> shifted;
       for (Value leaf : leaves) {
-        Value ahead = aheadOf(b, loop, leaf, ivAhead, mapping);
+        Value ahead = aheadOf(b, loop, leaf, mapping);
         if (!ahead)
           return;
         shifted[leaf] = ahead;

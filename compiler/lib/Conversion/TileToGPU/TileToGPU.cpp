@@ -337,15 +337,20 @@ bool StoreLowering::storeRowRuns(StoreOp op, OpAdaptor adaptor, ConversionPatter
     unitColumns = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, stride,
                                         arith::ConstantIntOp::create(rewriter, loc, rewriter.getI64Type(), 1));
   }
+  // Mask bits are taken one by one: shuffles and reductions of i1 vectors go through
+  // scratch memory on AMDGPU.
+  auto bit = [&](OpBuilder &b, Location l, int64_t e) -> Value {
+    if (!mask)
+      return arith::ConstantIntOp::create(b, l, 1, 1);
+    return vector::ExtractOp::create(b, l, mask, ArrayRef<int64_t>{e});
+  };
   for (int64_t first = 0; first < layout.perThread(); first += run) {
     Value slice = sliceOf(rewriter, loc, value, first, run);
-    Value ptrSlice = sliceOf(rewriter, loc, ptrs, first, run);
-    Value maskSlice = mask ? sliceOf(rewriter, loc, mask, first, run) : allOnMask(rewriter, loc, {run});
     Value start = vector::ExtractOp::create(rewriter, loc, ptrs, ArrayRef<int64_t>{first});
     Value whole = isAligned(rewriter, loc, start, run * bytes);
-    if (mask)
-      whole = arith::AndIOp::create(rewriter, loc, whole,
-                                    vector::ReductionOp::create(rewriter, loc, vector::CombiningKind::AND, maskSlice));
+    for (int64_t e = first; e < first + run; ++e)
+      if (mask)
+        whole = arith::AndIOp::create(rewriter, loc, whole, bit(rewriter, loc, e));
     if (unitColumns)
       whole = arith::AndIOp::create(rewriter, loc, whole, unitColumns);
     scf::IfOp::create(
@@ -355,7 +360,14 @@ bool StoreLowering::storeRowRuns(StoreOp op, OpAdaptor adaptor, ConversionPatter
           scf::YieldOp::create(b, l);
         },
         [&](OpBuilder &b, Location l) {
-          LLVM::masked_scatter::create(b, l, slice, ptrSlice, maskSlice, bytes);
+          for (int64_t e = first; e < first + run; ++e) {
+            Value ptr = vector::ExtractOp::create(b, l, ptrs, ArrayRef<int64_t>{e});
+            Value one = vector::ExtractOp::create(b, l, value, ArrayRef<int64_t>{e});
+            scf::IfOp::create(b, l, bit(b, l, e), [&](OpBuilder &b, Location l) {
+              LLVM::StoreOp::create(b, l, one, ptr, bytes);
+              scf::YieldOp::create(b, l);
+            });
+          }
           scf::YieldOp::create(b, l);
         });
   }

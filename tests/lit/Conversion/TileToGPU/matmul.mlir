@@ -1,22 +1,37 @@
 // RUN: tile-opt %s --tile-to-gpu=chipset=gfx942 | FileCheck %s --check-prefix=STAGED
 // RUN: tile-opt %s --tile-to-gpu=chipset=gfx942 --tile-gpu-to-llvm=chipset=gfx942 | FileCheck %s --check-prefix=MFMA16
+// RUN: tile-opt %s --tile-to-gpu="chipset=gfx942 num-stages=2" | FileCheck %s --check-prefix=PIPELINED
 // RUN: tile-opt %s --tile-to-gpu="chipset=gfx90a matrix-instr-nonkdim=32 num-warps=1" --tile-gpu-to-llvm=chipset=gfx90a | FileCheck %s --check-prefix=MFMA32
 // RUN: tile-opt %s --tile-to-gpu=chipset=gfx1100 --tile-gpu-to-llvm=chipset=gfx1100 | FileCheck %s --check-prefix=WMMA11
 // RUN: tile-opt %s --tile-to-gpu=chipset=gfx1201 --tile-gpu-to-llvm=chipset=gfx1201 | FileCheck %s --check-prefix=WMMA12
 // RUN: tile-opt %s --tile-to-gpu=chipset=sm_90 --tile-gpu-to-llvm=chipset=sm_90 | FileCheck %s --check-prefix=MMA
 // The matmul tile program (32x32x16 blocks, f16 in, f32 out; as ops/matmul.cpp builds
 // it) on each GPU family: a and b staged through LDS between barriers, then the arch's
-// matrix instruction on fragments read from LDS.
+// matrix instruction on 64-bit fragments read from LDS. With num-stages=2 the first
+// iteration fills the one LDS buffer, and each iteration loads the next tile into
+// registers before its MFMAs and stores it after them, between two barriers.
+
+// PIPELINED: scf.for
+// PIPELINED: scf.if
+// PIPELINED: llvm.store %{{.+}}, %{{.+}} {alignment = 8 : i64} : vector<4xf16>, !llvm.ptr<3>
+// PIPELINED: gpu.barrier
+// PIPELINED: llvm.load %{{.+}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xf16>
+// PIPELINED: llvm.load %{{.+}} {alignment = 8 : i64} : !llvm.ptr<3> -> vector<4xf16>
+// PIPELINED: llvm.call_intrinsic "llvm.amdgcn.mfma
+// PIPELINED: gpu.barrier
+// PIPELINED: llvm.store %{{.+}}, %{{.+}} {alignment = 8 : i64} : vector<4xf16>, !llvm.ptr<3>
+// PIPELINED: gpu.barrier
+// PIPELINED: scf.yield
 
 // STAGED: llvm.mlir.global internal @__tile_lds_b() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<512 x f16>
 // STAGED: llvm.mlir.global internal @__tile_lds_a() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<512 x f16>
 // STAGED: gpu.func @matmul({{.+}}) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
 // STAGED: scf.for
-// STAGED: gpu.barrier
 // STAGED: llvm.load %{{.+}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xf16>
-// STAGED: llvm.store %{{.+}}, %{{.+}} {alignment = 16 : i64} : vector<8xf16>, !llvm.ptr<3>
 // STAGED: gpu.barrier
-// STAGED: llvm.load %{{.+}} : !llvm.ptr<3> -> f16
+// STAGED: llvm.store %{{.+}}, %{{.+}} {alignment = 8 : i64} : vector<4xf16>, !llvm.ptr<3>
+// STAGED: gpu.barrier
+// STAGED: llvm.load %{{.+}} {alignment = 8 : i64} : !llvm.ptr<3> -> vector<4xf16>
 // STAGED-NOT: tile.
 
 // MFMA16-COUNT-1: llvm.call_intrinsic "llvm.amdgcn.mfma.f32.16x16x16f16"({{.+}}) : (vector<4xf16>, vector<4xf16>, vector<4xf32>, i32, i32, i32) -> vector<4xf32>
