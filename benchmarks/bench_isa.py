@@ -18,7 +18,7 @@ tutorial, and 128x128x64 with 4 warps (the NVIDIA tutorial's first config with A
 A config the compiler refuses is recorded with its message.
 
 The Triton kernel is `matmul_kernel` of Triton's tutorial 03-matrix-multiplication.py (MIT
-license): a and b row-major, fp32 accumulator, fp16 output, K-masked loads. It is
+license), as triton_matmul.py holds it for the CUDA benchmark, without its activation: a and b row-major, fp32 accumulator, fp16 output, K-masked loads. It is
 specialized as Triton's JIT specializes it for contiguous 4096x4096x4096 operands:
 pointers 16-byte aligned and under 2 GiB (so AMD buffer loads apply), sizes and leading
 strides multiples of 16, unit strides folded to the constant 1.
@@ -336,56 +336,6 @@ def amdgcn_metrics(text, dynamic_lds_bytes=0):
 # ---------------------------------------------------------------------------------------
 # Triton: the tutorial kernel, compiled offline. Runs in whichever interpreter has triton.
 
-def triton_matmul_kernel():
-    import triton
-    import triton.language as tl
-
-    @triton.jit
-    def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
-                      stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-                      BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr,
-                      BLOCK_SIZE_K: tl.constexpr, GROUP_SIZE_M: tl.constexpr):
-        # Grouped program order for L2 reuse, as in the tutorial.
-        pid = tl.program_id(axis=0)
-        num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
-        num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
-        num_pid_in_group = GROUP_SIZE_M * num_pid_n
-        group_id = pid // num_pid_in_group
-        first_pid_m = group_id * GROUP_SIZE_M
-        group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
-        pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
-        pid_n = (pid % num_pid_in_group) // group_size_m
-        # The tutorial's bounds, which let the AMD backend prove offsets non-negative.
-        tl.assume(pid_m >= 0)
-        tl.assume(pid_n >= 0)
-        tl.assume(stride_am > 0)
-        tl.assume(stride_ak > 0)
-        tl.assume(stride_bn > 0)
-        tl.assume(stride_bk > 0)
-        tl.assume(stride_cm > 0)
-        tl.assume(stride_cn > 0)
-        offs_am = (pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)) % M
-        offs_bn = (pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)) % N
-        offs_k = tl.arange(0, BLOCK_SIZE_K)
-        a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
-        b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
-        accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
-        for k in range(0, tl.cdiv(K, BLOCK_SIZE_K)):
-            a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_SIZE_K, other=0.0)
-            b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_SIZE_K, other=0.0)
-            accumulator = tl.dot(a, b, accumulator)
-            a_ptrs += BLOCK_SIZE_K * stride_ak
-            b_ptrs += BLOCK_SIZE_K * stride_bk
-        c = accumulator.to(tl.float16)
-        offs_cm = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
-        offs_cn = pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
-        c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
-        c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
-        tl.store(c_ptrs, c, mask=c_mask)
-
-    return matmul_kernel
-
-
 def triton_compile(jobs):
     """[{arch, config}] -> [{asm, shared} or {error}], compiled with this interpreter's
     triton for GPUs that it does not need to see."""
@@ -393,7 +343,8 @@ def triton_compile(jobs):
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource, make_backend
 
-    kernel = triton_matmul_kernel()
+    from triton_matmul import tutorial_matmul_kernel as kernel
+
     names = kernel.arg_names
     unit_strides = ("stride_ak", "stride_bn", "stride_cn")
     results = []
@@ -405,11 +356,14 @@ def triton_compile(jobs):
             backend = make_backend(target)
             constexprs = {TRITON_CONSTEXPRS[k]: config[k] for k in TRITON_CONSTEXPRS}
             constexprs.update({name: 1 for name in unit_strides})
+            # The plain product: no activation; fp16 inputs make the precision moot.
+            constexprs.update({"ACTIVATION": "", "INPUT_PRECISION": "ieee"})
             signature = {name: "constexpr" if name in constexprs
-                         else "*fp16" if name.endswith("_ptr") else "i32" for name in names}
+                         else "*fp16" if name.endswith("_ptr")
+                         else "fp32" if name == "negative_slope" else "i32" for name in names}
             # "D": divisible by 16; "S": within 2 GiB, which lets the backend use buffer ops.
             attrs = {(names.index(name),): backend.parse_attr("DS" if kind == "*fp16" else "D")
-                     for name, kind in signature.items() if kind != "constexpr"}
+                     for name, kind in signature.items() if kind not in ("constexpr", "fp32")}
             options = {k: config[k] for k in TRITON_OPTIONS if k in config}
             # Triton 3.9's default, said explicitly to silence its warning about 3.10.
             options["enable_fp_fusion"] = True

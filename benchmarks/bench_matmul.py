@@ -121,6 +121,16 @@ def parse_args():
     return args
 
 
+def too_slow(shape, predicted, args, skipped, width):
+    """Skips (and records) a shape whose calls are predicted to pass --max-call-seconds."""
+    if predicted <= args.max_call_seconds:
+        return False
+    skipped.append(list(shape))
+    print(f"{'x'.join(map(str, shape)):<{width}} skipped: about {predicted:.0f} s per call "
+          f"(--max-call-seconds {args.max_call_seconds:g})")
+    return True
+
+
 def timed_once(fn, device):
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     sync()
@@ -393,11 +403,7 @@ def main_cuda(args, device, dtype):
     seconds_per_flop = 0.0
     for shape in shapes:
         flops = 2 * shape[0] * shape[1] * shape[2]
-        predicted = seconds_per_flop * flops
-        if predicted > args.max_call_seconds:
-            skipped.append(list(shape))
-            print(f"{'x'.join(map(str, shape)):<17} skipped: about {predicted:.0f} s per call "
-                  f"(--max-call-seconds {args.max_call_seconds:g})")
+        if too_slow(shape, seconds_per_flop * flops, args, skipped, width=17):
             continue
         try:
             shape_rows, timing_info = measure_cuda(shape, dtype, device, args, triton_module)
@@ -496,11 +502,7 @@ def main_cpu(args, device, dtype):
     seconds_per_flop = 0.0
     for shape in shapes:
         flops = 2 * shape[0] * shape[1] * shape[2]
-        predicted = seconds_per_flop * flops
-        if predicted > args.max_call_seconds:
-            skipped.append(list(shape))
-            print(f"{'x'.join(map(str, shape)):<16} skipped: about {predicted:.0f} s per call "
-                  f"(--max-call-seconds {args.max_call_seconds:g})")
+        if too_slow(shape, seconds_per_flop * flops, args, skipped, width=16):
             continue
         for row in measure(shape, dtype, device, args):
             rows.append(row)

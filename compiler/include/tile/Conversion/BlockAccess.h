@@ -14,8 +14,10 @@ unsigned elementBytes(Type type);
 Value allOnMask(OpBuilder &builder, Location loc, ArrayRef<int64_t> shape);
 
 /// How many leading lanes of dimension `dim` (of size `size`) the bounds switch on, as i64.
+/// `remap` gives the value that stands for each scalar of the bounds (by default, its
+/// converted value).
 Value validLanes(ConversionPatternRewriter &rewriter, Location loc, const LaneBounds &bounds,
-                 unsigned dim, int64_t size);
+                 unsigned dim, int64_t size, llvm::function_ref<Value(Value)> remap = {});
 
 /// `basePtr + offset` of analyzed lanes, as a pointer (of the converted base's type) to
 /// `elementType`.

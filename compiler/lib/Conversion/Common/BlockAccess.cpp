@@ -7,11 +7,14 @@ using namespace mlir;
 using namespace mlir::tile;
 
 Value mlir::tile::validLanes(ConversionPatternRewriter &rewriter, Location loc,
-                                  const LaneBounds &bounds, unsigned dim, int64_t size) {
+                                  const LaneBounds &bounds, unsigned dim, int64_t size,
+                                  llvm::function_ref<Value(Value)> remap) {
   Type i64 = rewriter.getI64Type();
   Value count = arith::ConstantIntOp::create(rewriter, loc, i64, size);
+  auto converted = [&](Value v) { return rewriter.getRemappedValue(v); };
   for (const auto &bound : bounds.upper[dim]) {
-    Value limit = bound.materialize(rewriter, loc, [&](Value v) { return rewriter.getRemappedValue(v); });
+    Value limit = remap ? bound.materialize(rewriter, loc, remap)
+                        : bound.materialize(rewriter, loc, converted);
     count = arith::MinSIOp::create(rewriter, loc, count, limit);
   }
   return arith::MaxSIOp::create(rewriter, loc, count,

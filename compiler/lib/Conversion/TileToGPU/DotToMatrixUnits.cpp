@@ -178,8 +178,11 @@ Value elementPtr(OpBuilder &b, Location loc, Value base, Type element, Value ind
   return LLVM::GEPOp::create(b, loc, base.getType(), element, base, ArrayRef<LLVM::GEPArg>{index});
 }
 
-Value sliceOf(OpBuilder &b, Location loc, Value v, int64_t first, int64_t count) {
-  return vector::ShuffleOp::create(b, loc, v, v, llvm::to_vector(llvm::seq<int64_t>(first, first + count)));
+/// The address of (outer, inner) (i32) of stage `slotBase` of a shared buffer.
+Value sharedPtr(OpBuilder &b, Location loc, const SharedLayout &layout, Value buffer, Value slotBase,
+                Type element, Value outer, Value inner) {
+  Value offset = arith::AddIOp::create(b, loc, slotBase, layout.offset(b, loc, outer, inner));
+  return elementPtr(b, loc, buffer, element, arith::ExtUIOp::create(b, loc, b.getI64Type(), offset));
 }
 
 /// Concatenates equally typed vectors.
@@ -248,10 +251,13 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
         outerOn = arith::AndIOp::create(b, loc, outerOn, exists);
       if (inRange)
         outerOn = arith::AndIOp::create(b, loc, outerOn, inRange);
-      Value src = elementPtr(
-          b, loc, view.base, element,
-          arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, outer, view.outerStride),
-                                arith::MulIOp::create(b, loc, inner, view.innerStride)));
+      auto globalPtr = [&](OpBuilder &b, Location loc, Value innerIndex) {
+        return elementPtr(
+            b, loc, view.base, element,
+            arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, outer, view.outerStride),
+                                  arith::MulIOp::create(b, loc, innerIndex, view.innerStride)));
+      };
+      Value src = globalPtr(b, loc, inner);
       Value runEnd = arith::AddIOp::create(b, loc, inner, c64(b, loc, plan.run));
       Value whole = arith::AndIOp::create(
           b, loc, outerOn, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, runEnd, view.validInner));
@@ -273,10 +279,7 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
               Value at = arith::AddIOp::create(b, loc, inner, c64(b, loc, j));
               Value on = arith::AndIOp::create(
                   b, loc, outerOn, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, at, view.validInner));
-              Value ptr = elementPtr(
-                  b, loc, view.base, element,
-                  arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, outer, view.outerStride),
-                                        arith::MulIOp::create(b, loc, at, view.innerStride)));
+              Value ptr = globalPtr(b, loc, at);
               ptr = arith::SelectOp::create(b, loc, on, ptr, view.matrix);
               Value one = arith::SelectOp::create(b, loc, on, LLVM::LoadOp::create(b, loc, element, ptr, bytes), zero);
               values = vector::InsertOp::create(b, loc, one, values, ArrayRef<int64_t>{j});
@@ -301,8 +304,7 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
       auto write = [&](OpBuilder &b, Location loc) {
         for (int64_t p = 0; p < plan.run; p += vec) {
           Value at = arith::AddIOp::create(b, loc, inner, i32Constant(b, loc, p));
-          Value offset = arith::AddIOp::create(b, loc, slotBase, plan.shared.offset(b, loc, outer, at));
-          Value ptr = elementPtr(b, loc, buffer, element, arith::ExtUIOp::create(b, loc, b.getI64Type(), offset));
+          Value ptr = sharedPtr(b, loc, plan.shared, buffer, slotBase, element, outer, at);
           LLVM::StoreOp::create(b, loc, sliceOf(b, loc, registers, r * plan.run + p, vec), ptr, vec * bytes);
         }
       };
@@ -326,8 +328,7 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
     SmallVector<Value> pieces;
     for (int64_t p = 0; p < count; p += piece) {
       Value at = arith::AddIOp::create(b, loc, inner, i32Constant(b, loc, p));
-      Value offset = arith::AddIOp::create(b, loc, slotBase, plan.shared.offset(b, loc, outer, at));
-      Value ptr = elementPtr(b, loc, buffer, element, arith::ExtUIOp::create(b, loc, b.getI64Type(), offset));
+      Value ptr = sharedPtr(b, loc, plan.shared, buffer, slotBase, element, outer, at);
       pieces.push_back(LLVM::LoadOp::create(b, loc, VectorType::get({piece}, element), ptr, piece * bytes));
     }
     return concat(b, loc, pieces);
@@ -337,8 +338,7 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
   Value readElement(OpBuilder &b, Location loc, const OperandPlan &plan, Value buffer, Value slotBase,
                     Type element, Value row, Value col) const {
     Value outer = plan.innerDim == 1 ? row : col, inner = plan.innerDim == 1 ? col : row;
-    Value offset = arith::AddIOp::create(b, loc, slotBase, plan.shared.offset(b, loc, outer, inner));
-    Value ptr = elementPtr(b, loc, buffer, element, arith::ExtUIOp::create(b, loc, b.getI64Type(), offset));
+    Value ptr = sharedPtr(b, loc, plan.shared, buffer, slotBase, element, outer, inner);
     return LLVM::LoadOp::create(b, loc, element, ptr, elementBytes(element));
   }
 
@@ -346,8 +346,7 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
   /// of one 16-byte row; the result as a vector of `element`.
   Value ldmatrix(OpBuilder &b, Location loc, const OperandPlan &plan, Value buffer, Value slotBase,
                  Type element, Value outer, Value inner, int64_t matrices, bool transpose) const {
-    Value offset = arith::AddIOp::create(b, loc, slotBase, plan.shared.offset(b, loc, outer, inner));
-    Value ptr = elementPtr(b, loc, buffer, element, arith::ExtUIOp::create(b, loc, b.getI64Type(), offset));
+    Value ptr = sharedPtr(b, loc, plan.shared, buffer, slotBase, element, outer, inner);
     Type i32 = b.getI32Type();
     SmallVector<Type> fields(matrices, i32);
     auto structType = LLVM::LLVMStructType::getLiteral(b.getContext(), fields);
@@ -439,22 +438,17 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
     unsigned innerDim = p.innerDim, outerDim = 1 - p.innerDim;
     view.outerStride = operand.lanes.strides[outerDim].materialize(rewriter, loc, remap);
     view.innerStride = operand.lanes.strides[innerDim].materialize(rewriter, loc, remap);
-    auto valid = [&](unsigned dim) {
-      Value count = c64(rewriter, loc, p.extent(dim));
-      for (const auto &bound : operand.bounds.upper[dim])
-        count = arith::MinSIOp::create(rewriter, loc, count, bound.materialize(rewriter, loc, remap));
-      return arith::MaxSIOp::create(rewriter, loc, count, c64(rewriter, loc, 0)).getResult();
-    };
-    view.validOuter = valid(outerDim);
-    view.validInner = valid(innerDim);
+    view.validOuter = validLanes(rewriter, loc, operand.bounds, outerDim, p.extent(outerDim), remap);
+    view.validInner = validLanes(rewriter, loc, operand.bounds, innerDim, p.extent(innerDim), remap);
     view.innerUnit = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, view.innerStride,
                                            c64(rewriter, loc, 1));
     return view;
   };
-  auto stageInto = [&](OpBuilder &builder, Location loc, int64_t distance, Value slot, Value inRange) {
+  // This thread's runs of the a and b tiles `distance` iterations ahead, in registers.
+  auto loadTiles = [&](OpBuilder &builder, Location loc, int64_t distance, Value inRange) {
     Value ra = loadRuns(builder, loc, pa, viewAt(*a, pa, distance), input, inRange);
     Value rb = loadRuns(builder, loc, pb, viewAt(*b, pb, distance), input, inRange);
-    return std::tuple{ra, rb, slot};
+    return std::pair{ra, rb};
   };
   auto compute = [&](Value slot) {
     Value slotA = arith::MulIOp::create(rewriter, loc, slot, i32Constant(rewriter, loc, m * k));
@@ -466,7 +460,7 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
 
   if (stages == 1) {
     Value zero = i32Constant(rewriter, loc, 0);
-    auto [ra, rb, slot] = stageInto(rewriter, loc, 0, zero, Value());
+    auto [ra, rb] = loadTiles(rewriter, loc, 0, Value());
     // The previous K step may still read the buffers.
     gpu::BarrierOp::create(rewriter, loc);
     storeRuns(rewriter, loc, pa, ra, bufA, zero, input);
@@ -479,9 +473,9 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
   // First iteration: fill the stages this loop's first S - 1 tiles go to.
   scf::IfOp::create(rewriter, loc, rewriter.getRemappedValue(plan->first), [&](OpBuilder &b, Location loc) {
     for (int64_t d = 0; d < stages - 1; ++d) {
-      auto [ra, rb, slot] = stageInto(b, loc, d, plan->slot[d], plan->inRange[d]);
-      storeRuns(b, loc, pa, ra, bufA, slot, input);
-      storeRuns(b, loc, pb, rb, bufB, slot, input);
+      auto [ra, rb] = loadTiles(b, loc, d, plan->inRange[d]);
+      storeRuns(b, loc, pa, ra, bufA, plan->slot[d], input);
+      storeRuns(b, loc, pb, rb, bufB, plan->slot[d], input);
     }
     gpu::BarrierOp::create(b, loc);
     scf::YieldOp::create(b, loc);
@@ -491,7 +485,8 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
   // it. With one buffer, a second barrier keeps the next iteration's reads after the
   // writes; with more, the next iteration reads a buffer written one barrier earlier.
   int64_t ahead = stages - 1;
-  auto [ra, rb, slot] = stageInto(rewriter, loc, ahead, plan->slot[ahead], plan->inRange[ahead]);
+  auto [ra, rb] = loadTiles(rewriter, loc, ahead, plan->inRange[ahead]);
+  Value slot = plan->slot[ahead];
   Value result = compute(plan->slot[0]);
   gpu::BarrierOp::create(rewriter, loc);
   storeRuns(rewriter, loc, pa, ra, bufA, slot, input);

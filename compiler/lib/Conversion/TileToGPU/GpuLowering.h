@@ -31,6 +31,9 @@ struct ThreadLayout {
 
 ThreadLayout layoutFor(int64_t size, int64_t threads, int64_t accessElements);
 
+/// Elements [first, first + count) of the vector `v`.
+Value sliceOf(OpBuilder &b, Location loc, Value v, int64_t first, int64_t count);
+
 /// i1: `ptr` is a multiple of `bytes` (a power of two) at run time.
 Value isAligned(OpBuilder &b, Location loc, Value ptr, int64_t bytes);
 

@@ -67,12 +67,6 @@ MatrixLayout Distribution::matrixOf(Type tensorType) const {
   return layout;
 }
 
-namespace {
-Value i64Constant(OpBuilder &b, Location loc, int64_t value) {
-  return arith::ConstantIntOp::create(b, loc, b.getI64Type(), value);
-}
-} // namespace
-
 Value mlir::tile::gpu_lowering::i32Constant(OpBuilder &b, Location loc, int64_t value) {
   return arith::ConstantIntOp::create(b, loc, b.getI32Type(), value);
 }

@@ -30,6 +30,14 @@ Value mlir::tile::gpu_lowering::isAligned(OpBuilder &b, Location loc, Value ptr,
                                arith::ConstantIntOp::create(b, loc, i64, 0));
 }
 
+// Runs move in and out of a thread's vector by shuffles, which every GPU conversion
+// lowers directly (strided-slice ops would need a vector-lowering pass first).
+Value mlir::tile::gpu_lowering::sliceOf(OpBuilder &b, Location loc, Value v, int64_t first,
+                                        int64_t count) {
+  SmallVector<int64_t> mask = llvm::to_vector(llvm::seq<int64_t>(first, first + count));
+  return vector::ShuffleOp::create(b, loc, v, v, mask);
+}
+
 ThreadLayout mlir::tile::gpu_lowering::layoutFor(int64_t size, int64_t threads,
                                                 int64_t accessElements) {
   int64_t vec = std::min(accessElements, std::max<int64_t>(1, size / threads));
@@ -135,13 +143,6 @@ struct AddPtrLowering : OpConversionPattern<AddPtrOp> {
     return success();
   }
 };
-
-// Runs move in and out of a thread's vector by shuffles, which every GPU conversion
-// lowers directly (strided-slice ops would need a vector-lowering pass first).
-Value sliceOf(OpBuilder &b, Location loc, Value v, int64_t first, int64_t count) {
-  SmallVector<int64_t> mask = llvm::to_vector(llvm::seq<int64_t>(first, first + count));
-  return vector::ShuffleOp::create(b, loc, v, v, mask);
-}
 
 Value insertSlice(OpBuilder &b, Location loc, Value part, Value into, int64_t first) {
   int64_t size = cast<VectorType>(into.getType()).getDimSize(0);
