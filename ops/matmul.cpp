@@ -11,6 +11,7 @@
 // arguments, so transposed and sliced views need no copy.
 #include "ops/KernelBuilders.h"
 
+#include "tile/Analysis/Divisibility.h"
 #include "tile/Dialect/Tile/IR/TileDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -166,6 +167,20 @@ OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) 
   auto stride = [&](unsigned i) {
     return (unitStrides >> (i - 6)) & 1 ? mb.constant(1) : arg(i);
   };
+  // Tensors the caller guarantees to be 16-byte aligned, in their data and their strides
+  // (bit i of `divisibility_16` for a, b, c), have their arguments marked with the
+  // divisors the GPU lowering proves its 16-byte copies aligned with.
+  int64_t divisibility16 = spec.config.count("divisibility_16") ? spec.knob("divisibility_16") : 0;
+  for (auto [tensor, pointerArg, firstStride, element] :
+       {std::tuple{0, 0u, 6u, input}, {1, 1u, 8u, input}, {2, 2u, 10u, output}}) {
+    if (!((divisibility16 >> tensor) & 1))
+      continue;
+    func.setArgAttr(pointerArg, mlir::tile::kDivisibilityAttrName, b.getI64IntegerAttr(16));
+    int64_t elements = std::max<int64_t>(1, 16 / ((element.getIntOrFloatBitWidth() + 7) / 8));
+    for (unsigned i = firstStride; i < firstStride + 2; ++i)
+      if (!((unitStrides >> (i - 6)) & 1))
+        func.setArgAttr(i, mlir::tile::kDivisibilityAttrName, b.getI64IntegerAttr(elements));
+  }
   Value strideAm = stride(6), strideAk = stride(7), strideBk = stride(8), strideBn = stride(9);
   Value strideCm = stride(10), strideCn = stride(11);
 

@@ -1,6 +1,8 @@
 // Default matmul configs per target family, chosen from the problem shape.
 #include "ops/MatmulConfig.h"
 
+#include "tile/Target/GpuArch.h"
+
 #include <algorithm>
 
 namespace tile::ops {
@@ -49,16 +51,36 @@ std::map<std::string, int64_t> gpuConfig(const Target &target, int64_t m, int64_
           {"BLOCK_K", f32OnNvidia ? 16 : hip || wide || (halfOnNvidia && large) ? 32 : 64},
           {"GROUP_M", 8},
           {"num_warps", large ? 8 : 4},
-          // NVIDIA: the register-staged pipeline holds ~120 more registers per thread
-          // (244 at num_stages 2 against 128 at 1 for 128x128x32 over 8 warps, ptxas -v),
-          // which halves occupancy; it pays once loads go through cp.async instead.
-          {"num_stages", hip ? 2 : 1},
+          // NVIDIA: three cp.async stages, whose 3 x 16 KiB ring is what fits the 48 KiB
+          // of static shared memory at every default tile.
+          {"num_stages", hip ? 2 : 3},
           {"waves_per_eu", hip ? 2 : 0},
           {"matrix_instr_nonkdim", 16},
           {"kpack", 1}};
 }
 
+int64_t bytesOf(const std::string &dtype) {
+  return dtype == "f32" ? 4 : dtype == "i8" ? 1 : 2;
+}
+
 } // namespace
+
+std::map<std::string, int64_t> withStagesThatFit(std::map<std::string, int64_t> config,
+                                                 const Target &target,
+                                                 const std::string &inputDtype) {
+  std::optional<GpuArch> arch = lookupGpuArch(target.arch);
+  if (target.kind == TargetKind::Cpu || !arch)
+    return config;
+  int64_t tile = (config.at("BLOCK_M") + config.at("BLOCK_N")) * config.at("BLOCK_K") *
+                 bytesOf(inputDtype);
+  int64_t &stages = config.at("num_stages");
+  // The ring holds every stage with asynchronous copies, all but the one in registers
+  // without (as the GPU lowering counts its buffers).
+  auto buffers = [&](int64_t s) { return s < 2 ? 1 : arch->asyncCopy ? s : s - 1; };
+  while (stages > 1 && buffers(stages) * tile > int64_t(arch->ldsBytes))
+    --stages;
+  return config;
+}
 
 std::map<std::string, int64_t> defaultMatmulConfig(const Target &target, int64_t m, int64_t n,
                                                    int64_t k, const std::string &inputDtype) {
@@ -69,7 +91,7 @@ std::map<std::string, int64_t> defaultMatmulConfig(const Target &target, int64_t
       config.emplace(name, value);
     return config;
   }
-  return gpuConfig(target, m, n, inputDtype);
+  return withStagesThatFit(gpuConfig(target, m, n, inputDtype), target, inputDtype);
 }
 
 } // namespace tile::ops

@@ -68,6 +68,24 @@ int64_t unitStrides(std::initializer_list<const at::Tensor *> tensors) {
   return bits;
 }
 
+/// Bit i set where the i-th tensor (a, b, c) starts on a 16-byte boundary and each of its
+/// strides other than 1 spans a multiple of 16 bytes: the kernel may then copy and store
+/// 16-byte runs with no run-time alignment check (Triton's divisibility-16 argument
+/// specialization).
+int64_t divisibility16(std::initializer_list<const at::Tensor *> tensors) {
+  int64_t bits = 0, bit = 0;
+  for (const at::Tensor *t : tensors) {
+    bool aligned = reinterpret_cast<uintptr_t>(t->data_ptr()) % 16 == 0;
+    for (int64_t d = 0; d < 2; ++d)
+      if (!(t->stride(d) == 1 || t->size(d) == 1))
+        aligned = aligned && (t->stride(d) * int64_t(t->element_size())) % 16 == 0;
+    if (aligned)
+      bits |= int64_t(1) << bit;
+    ++bit;
+  }
+  return bits;
+}
+
 int64_t programsFor(const std::map<std::string, int64_t> &config, int64_t m, int64_t n) {
   int64_t blockM = config.at("BLOCK_M"), blockN = config.at("BLOCK_N");
   return ((m + blockM - 1) / blockM) * ((n + blockN - 1) / blockN);
@@ -87,6 +105,8 @@ tile::binding::MatmulCall::withConfig(const std::map<std::string, int64_t> &knob
                                   std::to_string(value));
     tuned.config[name] = value;
   }
+  if (!knobs.count("num_stages"))
+    tuned.config = ops::withStagesThatFit(tuned.config, target, tuned.dtypes.at(0));
   int64_t programs = programsFor(tuned.config, c.size(0), c.size(1));
   if (programs > std::numeric_limits<int32_t>::max())
     throw std::invalid_argument("the config needs more than 2**31 program instances");
@@ -103,6 +123,7 @@ tile::binding::prepareMatmul(const char *op, const at::Tensor &a, const at::Tens
   auto call = std::make_unique<MatmulCall>();
   int64_t m = a.size(0), k = a.size(1), n = b.size(1);
   call->a = a;
+  call->target = target;
   // The CPU microkernel reads b a row at a time as one vector load; rows that are not
   // contiguous (b transposed) would be gathered element by element, ~25x slower than
   // copying b once, which costs K*N moves against M*N*K multiply-adds. a is read through
@@ -119,10 +140,13 @@ tile::binding::prepareMatmul(const char *op, const at::Tensor &a, const at::Tens
   bool fits32 =
       std::max({m, n, k, maxOffset(call->a), maxOffset(call->b), maxOffset(call->c)}) < int32Max;
   call->spec.config["index_bits"] = fits32 ? 32 : 64;
-  // The GPU lowering picks its shared-memory layouts by them; the CPU microkernel reads
-  // its operands through runtime strides and keeps one kernel per dtype and config.
-  if (target.kind != TargetKind::Cpu)
+  // The GPU lowering picks its shared-memory layouts and access widths by them; the CPU
+  // microkernel reads its operands through runtime strides and keeps one kernel per
+  // dtype and config.
+  if (target.kind != TargetKind::Cpu) {
     call->spec.config["unit_strides"] = unitStrides({&call->a, &call->b, &call->c});
+    call->spec.config["divisibility_16"] = divisibility16({&call->a, &call->b, &call->c});
+  }
 
   call->programs = programsFor(call->spec.config, m, n);
   TORCH_CHECK(call->programs <= int32Max, op, ": a ", m, "x", n,

@@ -16,6 +16,7 @@ namespace tile::binding {
 /// One prepared call: `args` points into this object, so it stays where it was made.
 struct MatmulCall {
   at::Tensor a, b, c;
+  Target target;
   ops::KernelSpec spec;
   int64_t programs = 0; ///< program instances, one per BLOCK_M x BLOCK_N block of c
   const void *aPtr = nullptr, *bPtr = nullptr;
@@ -25,8 +26,9 @@ struct MatmulCall {
   float slope = 0;
   void *args[13] = {};
 
-  /// The spec with `knobs` laid over this call's config (index_bits stays), and the
-  /// program instances it needs; throws std::invalid_argument for an unknown knob.
+  /// The spec with `knobs` laid over this call's config (index_bits stays; num_stages,
+  /// when left out, lowered to what fits the tile sizes), and the program instances it
+  /// needs; throws std::invalid_argument for an unknown knob.
   std::pair<ops::KernelSpec, int64_t> withConfig(const std::map<std::string, int64_t> &knobs) const;
 };
 

@@ -38,8 +38,8 @@ def _configs(*rows, keys):
     return [dict(zip(keys, row)) for row in rows]
 
 
-# The AMD list starts from the ROCm Triton GEMM tutorial's fp16 candidates (see
-# ../shared/reference/amd-tuning-facts.md), with its MFMA shape and kpack made explicit.
+# The AMD list starts from the ROCm Triton GEMM tutorial's fp16 candidates, with its MFMA
+# shape and kpack made explicit.
 _HIP_MATMUL = _configs(
     (128, 256, 16, 1, 2, 4, 0, 16, 1),
     (256, 256, 16, 4, 2, 8, 0, 16, 1),

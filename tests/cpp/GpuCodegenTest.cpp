@@ -342,3 +342,62 @@ TEST(GpuCodegen, SixtyFourBitIndexingCompilesForEveryGpuArch) {
 }
 
 } // namespace
+
+namespace {
+
+/// The binding's spec for row-major, 16-byte aligned operands (what torch allocates):
+/// unit strides along K for a and along N for b and c, every tensor aligned.
+std::map<std::string, int64_t> rowMajorAligned(std::map<std::string, int64_t> config) {
+  config["index_bits"] = 32;
+  config["unit_strides"] = 0b101010;
+  config["divisibility_16"] = 0b111;
+  return config;
+}
+
+size_t countOf(const std::string &text, const std::string &what) {
+  size_t count = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+    ++count;
+  return count;
+}
+
+TEST(GpuCodegen, NvidiaDefaultMatmulPipelinesWithAsyncCopies) {
+  // The default pipeline copies tiles with cp.async into a ring of shared buffers. With
+  // the alignment proven by the spec, no element-wise global load is left, B (n-major)
+  // is read with ldmatrix.trans, and in the loop the copies of a later tile are issued
+  // after the wait for this one and before its matrix instructions.
+  for (const char *arch : {"sm_80", "sm_90"})
+    for (const char *dtype : {"f16", "bf16", "i8", "f32"}) {
+      Target target = Target::parse(std::string("cuda:") + arch);
+      auto config = rowMajorAligned(ops::defaultMatmulConfig(target, 4096, 4096, 4096, dtype));
+      ASSERT_GE(config.at("num_stages"), 2) << arch << " " << dtype;
+      bool int8 = std::string(dtype) == "i8";
+      auto context = createContext();
+      auto module = ops::buildKernel(*context, {"matmul", {dtype, int8 ? "i32" : dtype}, config});
+      CompileOptions options;
+      options.keepStages = true;
+      options.numWarps = config.at("num_warps");
+      options.numStages = config.at("num_stages");
+      Binary binary = compile(*module, target, options);
+      const std::string &ptx = stage(binary, "asm");
+      std::string where = std::string(arch) + " " + dtype;
+      EXPECT_GT(countOf(ptx, "cp.async.cg.shared.global"), 0u) << where;
+      EXPECT_EQ(countOf(ptx, "ld.global.b16") + countOf(ptx, "ld.global.u16") +
+                    countOf(ptx, "ld.global.b8") + countOf(ptx, "ld.global.u8"),
+                0u)
+          << where << ": element-wise loads of an aligned operand";
+      if (!int8 && std::string(dtype) != "f32")
+        EXPECT_NE(ptx.find("ldmatrix.sync.aligned.m8n8.x4.trans"), std::string::npos) << where;
+      size_t wait = ptx.find("cp.async.wait_group");
+      ASSERT_NE(wait, std::string::npos) << where;
+      size_t copy = ptx.find("cp.async.cg.shared.global", wait);
+      size_t multiply = ptx.find("mma.sync", wait);
+      ASSERT_NE(copy, std::string::npos) << where;
+      EXPECT_LT(copy, multiply) << where << ": the next tile's copies before this one's mma";
+      int64_t bytes = std::string(dtype) == "f32" ? 4 : int8 ? 1 : 2;
+      int64_t tile = (config.at("BLOCK_M") + config.at("BLOCK_N")) * config.at("BLOCK_K") * bytes;
+      EXPECT_EQ(binary.resources.ldsBytes, config.at("num_stages") * tile) << where;
+    }
+}
+
+} // namespace

@@ -16,6 +16,10 @@ ScalarPoly ScalarPoly::of(int64_t constant) {
 }
 
 ScalarPoly ScalarPoly::of(Value scalar) {
+  // Integer constants fold, so that a stride given as the constant 1 reads as one.
+  APInt value;
+  if (matchPattern(scalar, m_ConstantInt(&value)) && value.getSignificantBits() <= 64)
+    return of(value.getSExtValue());
   ScalarPoly poly;
   poly.monomials.push_back({{scalar}, 1});
   return poly;

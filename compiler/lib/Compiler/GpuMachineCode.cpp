@@ -11,6 +11,7 @@
 #include "llvm/IR/Module.h"
 #include "llvm/Linker/Linker.h"
 #include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -63,6 +64,12 @@ std::unique_ptr<llvm::TargetMachine> tile::createGpuTargetMachine(const Target &
     LLVMInitializeNVPTXTargetInfo();
     LLVMInitializeNVPTXTargetMC();
     LLVMInitializeNVPTXAsmPrinter();
+    // Shared-memory pointers in 32 bits, as Triton compiles them: shared memory is at
+    // most 228 KiB, and 64-bit addresses would take two registers each in the GEMM's
+    // main loop. The option only changes the NVPTX data layout.
+    auto &registered = llvm::cl::getRegisteredOptions();
+    if (auto it = registered.find("nvptx-short-ptr"); it != registered.end())
+      static_cast<llvm::cl::opt<bool> *>(it->second)->setValue(true);
   });
   std::optional<GpuArch> arch = lookupGpuArch(target.arch);
   if (!arch)

@@ -34,6 +34,7 @@ const std::vector<GpuArch> &supportedGpuArchs() {
       arch.matrixUnit = unit;
       arch.llvmTriple = "nvptx64-nvidia-cuda";
       arch.ptxFeatures = ptx;
+      arch.asyncCopy = true; // cp.async, on every NVIDIA arch listed (sm_80 and later)
       return arch;
     };
     // CDNA: 512 VGPRs per SIMD lane, shared by the waves on it, of which one wave

@@ -21,6 +21,14 @@ const std::vector<std::string> &matmulKnobNames();
 std::map<std::string, int64_t> defaultMatmulConfig(const Target &target, int64_t m, int64_t n,
                                                    int64_t k, const std::string &inputDtype);
 
+/// `config` (every knob set) with num_stages lowered, where its shared-memory ring would
+/// not fit the target's static shared memory, to the deepest one that does (at least 1):
+/// what a config that leaves num_stages out gets, so that a tile size chosen alone keeps
+/// working at every dtype.
+std::map<std::string, int64_t> withStagesThatFit(std::map<std::string, int64_t> config,
+                                                 const Target &target,
+                                                 const std::string &inputDtype);
+
 } // namespace tile::ops
 
 #endif

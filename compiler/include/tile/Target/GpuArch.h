@@ -28,6 +28,8 @@ struct GpuArch {
   unsigned sgprsPerWave = 0;    ///< AMD
   MatrixUnit matrixUnit = MatrixUnit::None;
   unsigned wmmaGeneration = 0;  ///< WMMA: 11 (RDNA3, rows repeated per half-wave) or 12
+  /// Asynchronous global-to-shared copies that bypass registers (NVIDIA cp.async, sm_80+).
+  bool asyncCopy = false;
   std::string llvmTriple;       ///< "amdgcn-amd-amdhsa", "nvptx64-nvidia-cuda"
   std::string ptxFeatures;      ///< NVIDIA: "+ptx80"
 };

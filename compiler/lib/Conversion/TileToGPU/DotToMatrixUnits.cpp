@@ -2,9 +2,12 @@
 // shared-memory layout that follows its contiguous dimension, read back as fragments of
 // the arch's matrix instruction with wide reads (ldmatrix on NVIDIA, 64/128-bit LDS reads
 // on AMD), and multiplied on the matrix units. With num_stages = S > 1 the K loop is
-// software-pipelined: tiles k + 1 .. k + S - 2 wait in a ring of S - 1 shared-memory
-// buffers, and the global loads of tile k + S - 1 are in flight in registers while the
-// matrix instructions of tile k run.
+// software-pipelined, the copies of tile k + S - 1 in flight while the matrix
+// instructions of tile k run:
+// - with asynchronous copies (NVIDIA cp.async), straight into a ring of S shared-memory
+//   buffers, one commit group per tile;
+// - without (AMD), tiles k + 1 .. k + S - 2 wait in a ring of S - 1 buffers and tile
+//   k + S - 1 in registers.
 #include "GpuLowering.h"
 
 #include "tile/Conversion/BlockAccess.h"
@@ -51,7 +54,14 @@ Value aheadOf(OpBuilder &b, scf::ForOp loop, Value value, IRMapping &mapping) {
 
 } // namespace
 
-PipelinePlans mlir::tile::gpu_lowering::planPipelines(Operation *kernel, int64_t numStages) {
+int64_t mlir::tile::gpu_lowering::pipelineBuffers(const ::tile::GpuArch &arch, int64_t numStages) {
+  if (numStages < 2)
+    return 1;
+  return arch.asyncCopy ? numStages : numStages - 1;
+}
+
+PipelinePlans mlir::tile::gpu_lowering::planPipelines(Operation *kernel, int64_t numStages,
+                                                     int64_t ringSize) {
   PipelinePlans plans;
   if (numStages < 2)
     return plans;
@@ -103,7 +113,7 @@ PipelinePlans mlir::tile::gpu_lowering::planPipelines(Operation *kernel, int64_t
           arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, ivAhead, loop.getUpperBound()));
       Value slot = arith::RemSIOp::create(
           b, loc, arith::AddIOp::create(b, loc, iteration, distance),
-          arith::ConstantOp::create(b, loc, ivType, b.getIntegerAttr(ivType, numStages - 1)));
+          arith::ConstantOp::create(b, loc, ivType, b.getIntegerAttr(ivType, ringSize)));
       plan.slot.push_back(toI32(slot));
     }
     plans[dot] = std::move(plan);
@@ -119,6 +129,8 @@ struct OperandPlan {
   unsigned kDim = 0;     ///< 1 for a (m x k), 0 for b (k x n)
   unsigned innerDim = 0; ///< the contiguous dimension, in global and in shared memory
   bool innerUnit = false; ///< its stride is the constant 1
+  /// Every 16-byte run of a tile starts 16-byte aligned, proven at compile time.
+  bool aligned16 = false;
   SharedLayout shared;   ///< [outer][inner]
   int64_t run = 1;       ///< elements one thread copies at a time along inner (16 bytes)
   int64_t runs = 0, runsPerThread = 0;
@@ -141,6 +153,14 @@ OperandPlan planOperand(const StagedOperand &operand, RankedTensorType type, uns
   auto unit = [&](unsigned d) { return operand.lanes.strides[d].getConstant() == 1; };
   plan.innerDim = unit(1) ? 1 : unit(0) ? 0 : kDim;
   plan.innerUnit = unit(plan.innerDim);
+  // The tile's first element and each step along the outer dimension are multiples of 16
+  // bytes (the offsets d iterations ahead differ by multiples of the loop step, which the
+  // analysis already counts in).
+  int64_t per16 = 16 / bytes;
+  const Divisibility &known = dist.divisibility;
+  plan.aligned16 = plan.innerUnit && per16 >= 1 && known.of(operand.lanes.basePtr) >= 16 &&
+                   known.divides(operand.lanes.offset, per16) &&
+                   known.divides(operand.lanes.strides[1 - plan.innerDim], per16);
   int64_t outer = plan.extent(1 - plan.innerDim), inner = plan.extent(plan.innerDim);
   // Reads are as wide as a fragment's run along k where k is contiguous; ldmatrix and the
   // copies themselves move 16 bytes.
@@ -263,7 +283,8 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
           b, loc, outerOn, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, runEnd, view.validInner));
       if (!plan.innerUnit)
         whole = arith::AndIOp::create(b, loc, whole, view.innerUnit);
-      whole = arith::AndIOp::create(b, loc, whole, isAligned(b, loc, src, plan.run * bytes));
+      if (!plan.aligned16)
+        whole = arith::AndIOp::create(b, loc, whole, isAligned(b, loc, src, plan.run * bytes));
       auto data = scf::IfOp::create(
           b, loc, whole,
           [&](OpBuilder &b, Location loc) {
@@ -289,6 +310,75 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
       loaded.push_back(data.getResult(0));
     }
     return concat(b, loc, loaded);
+  }
+
+  /// Copies this thread's runs of one operand tile into stage `slot` of its shared
+  /// buffer with asynchronous 16-byte copies (cp.async): a run that reaches past the
+  /// matrix copies fewer source bytes and the rest of its 16 is zero-filled. A view whose
+  /// runs are not contiguous and 16-byte aligned (a strided or misaligned one) goes
+  /// through registers instead, with the same result.
+  void copyRuns(OpBuilder &b, Location loc, const OperandPlan &plan, const OperandView &view,
+                Type element, Value buffer, Value slot) const {
+    int64_t bytes = elementBytes(element);
+    Type i64 = b.getI64Type();
+    Value slotBase =
+        arith::MulIOp::create(b, loc, slot, i32Constant(b, loc, plan.shared.outer * plan.shared.inner));
+    auto copies = [&](OpBuilder &b, Location loc) {
+      for (int64_t r = 0; r < plan.runsPerThread; ++r) {
+        auto copy = [&](OpBuilder &b, Location loc) {
+          auto [outer32, inner32] = runPosition(b, loc, plan, r);
+          Value outer = arith::ExtUIOp::create(b, loc, i64, outer32);
+          Value inner = arith::ExtUIOp::create(b, loc, i64, inner32);
+          Value outerOn = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, outer, view.validOuter);
+          Value left = arith::MaxSIOp::create(
+              b, loc, arith::MinSIOp::create(b, loc, arith::SubIOp::create(b, loc, view.validInner, inner),
+                                             c64(b, loc, plan.run)),
+              c64(b, loc, 0));
+          Value count = arith::SelectOp::create(b, loc, outerOn, left, c64(b, loc, 0));
+          Value offset = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, outer, view.outerStride),
+                                               arith::MulIOp::create(b, loc, inner, view.innerStride));
+          // A copy of no bytes reads nothing; its address is still one inside the matrix.
+          Value src = arith::SelectOp::create(
+              b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, count, c64(b, loc, 0)),
+              elementPtr(b, loc, view.base, element, offset), view.matrix);
+          Value dst = sharedPtr(b, loc, plan.shared, buffer, slotBase, element, outer32, inner32);
+          Value size = arith::TruncIOp::create(
+              b, loc, b.getI32Type(), arith::MulIOp::create(b, loc, count, c64(b, loc, bytes)));
+          LLVM::CallIntrinsicOp::create(b, loc, b.getStringAttr("llvm.nvvm.cp.async.cg.shared.global.16.s"),
+                                        ValueRange{dst, src, size});
+        };
+        if (Value exists = runExists(b, loc, plan, r)) {
+          scf::IfOp::create(b, loc, exists, [&](OpBuilder &b, Location loc) {
+            copy(b, loc);
+            scf::YieldOp::create(b, loc);
+          });
+        } else {
+          copy(b, loc);
+        }
+      }
+    };
+    if (plan.aligned16) {
+      // Proven at compile time: no run-time check, and no register path to keep
+      // registers for.
+      copies(b, loc);
+      return;
+    }
+    // Every run starts 16-byte aligned when the tile's first element and the outer
+    // stride in bytes are.
+    Value strideBytes = arith::MulIOp::create(b, loc, view.outerStride, c64(b, loc, bytes));
+    Value direct = arith::AndIOp::create(
+        b, loc, isAligned(b, loc, view.base, 16),
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                              arith::AndIOp::create(b, loc, strideBytes, c64(b, loc, 15)), c64(b, loc, 0)));
+    if (!plan.innerUnit)
+      direct = arith::AndIOp::create(b, loc, direct, view.innerUnit);
+    scf::IfOp::create(b, loc, direct, [&](OpBuilder &b, Location loc) {
+      copies(b, loc);
+      scf::YieldOp::create(b, loc);
+    }, [&](OpBuilder &b, Location loc) {
+      storeRuns(b, loc, plan, loadRuns(b, loc, plan, view, element, Value()), buffer, slot, element);
+      scf::YieldOp::create(b, loc);
+    });
   }
 
   /// Writes this thread's runs into stage `slot` of the shared buffer, in units of the
@@ -365,6 +455,42 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
 
   LogicalResult matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override;
 
+  /// The K loop over a ring of `numStages` buffers filled by asynchronous copies, as
+  /// Triton's NVIDIA pipeliner orders it: the first iteration issues tiles 0 .. S - 2,
+  /// one commit group each; every iteration waits for its own tile's group, meets the
+  /// other warps at a barrier (after which tile k is visible to all and the buffer of
+  /// tile k - 1 is free), issues tile k + S - 1 into that buffer and multiplies tile k.
+  LogicalResult pipelineAsync(ConversionPatternRewriter &rewriter, DotOp op, const PipelinedLoop &plan,
+                              function_ref<Value(Value slot)> compute,
+                              function_ref<void(OpBuilder &, Location, int64_t distance)> copyTiles) const {
+    Location loc = op.getLoc();
+    int64_t stages = dist.numStages;
+    auto commit = [](OpBuilder &b, Location loc) {
+      LLVM::CallIntrinsicOp::create(b, loc, b.getStringAttr("llvm.nvvm.cp.async.commit.group"), ValueRange{});
+    };
+    // Tiles past the loop's end copy nothing, but still commit a group so that the
+    // count of groups in flight stays S - 1.
+    auto copyIfInRange = [&](OpBuilder &b, Location loc, int64_t distance) {
+      scf::IfOp::create(b, loc, rewriter.getRemappedValue(plan.inRange[distance]),
+                        [&](OpBuilder &b, Location loc) {
+                          copyTiles(b, loc, distance);
+                          scf::YieldOp::create(b, loc);
+                        });
+      commit(b, loc);
+    };
+    scf::IfOp::create(rewriter, loc, rewriter.getRemappedValue(plan.first), [&](OpBuilder &b, Location loc) {
+      for (int64_t d = 0; d < stages - 1; ++d)
+        copyIfInRange(b, loc, d);
+      scf::YieldOp::create(b, loc);
+    });
+    LLVM::CallIntrinsicOp::create(rewriter, loc, rewriter.getStringAttr("llvm.nvvm.cp.async.wait.group"),
+                                  ValueRange{i32Constant(rewriter, loc, stages - 2)});
+    gpu::BarrierOp::create(rewriter, loc);
+    copyIfInRange(rewriter, loc, stages - 1);
+    rewriter.replaceOp(op, compute(plan.slot[0]));
+    return success();
+  }
+
   Value fragmentsAndMultiply(ConversionPatternRewriter &rewriter, Location loc, const MatrixLayout &layout,
                              const MatrixInstruction &mi, Value acc, const OperandPlan &pa, const OperandPlan &pb,
                              Value bufA, Value bufB, Value slotA, Value slotB, Type input) const;
@@ -416,10 +542,16 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
   if (dist.pipelines)
     if (auto it = dist.pipelines->find(op); it != dist.pipelines->end())
       plan = &it->second;
-  // S stages hold S - 1 tiles in shared memory and one in registers, as Triton's AMD
-  // stream pipeliner counts them: num_stages 2 is one shared buffer per operand.
   int64_t stages = plan ? dist.numStages : 1;
-  int64_t buffers = std::max<int64_t>(1, stages - 1);
+  int64_t buffers = pipelineBuffers(dist.arch, stages);
+  // Asynchronous copies move whole 16-byte runs into whole swizzle units.
+  bool async = stages > 1 && dist.arch.asyncCopy;
+  for (const OperandPlan *p : {&pa, &pb})
+    async = async && p->run * bytes == 16 && p->shared.vec >= p->run;
+  if (stages > 1 && dist.arch.asyncCopy && !async)
+    return op.emitError("num_stages=") << stages << " copies 16-byte runs of each operand tile; a "
+                                       << m << "x" << k << " by " << k << "x" << n << " " << input
+                                       << " dot has shorter rows; use num_stages=1";
   Value bufA = sharedBuffer(rewriter, op, input, buffers * m * k, "__tile_lds_a");
   Value bufB = sharedBuffer(rewriter, op, input, buffers * k * n, "__tile_lds_b");
 
@@ -469,6 +601,12 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
     rewriter.replaceOp(op, compute(zero));
     return success();
   }
+
+  if (async)
+    return pipelineAsync(rewriter, op, *plan, compute, [&](OpBuilder &builder, Location loc, int64_t distance) {
+      copyRuns(builder, loc, pa, viewAt(*a, pa, distance), input, bufA, plan->slot[distance]);
+      copyRuns(builder, loc, pb, viewAt(*b, pb, distance), input, bufB, plan->slot[distance]);
+    });
 
   // First iteration: fill the stages this loop's first S - 1 tiles go to.
   scf::IfOp::create(rewriter, loc, rewriter.getRemappedValue(plan->first), [&](OpBuilder &b, Location loc) {

@@ -3,6 +3,7 @@
 #define TILE_LIB_CONVERSION_TILETOGPU_GPULOWERING_H
 
 #include "tile/Analysis/AffineLanes.h"
+#include "tile/Analysis/Divisibility.h"
 #include "tile/Dialect/Tile/IR/TileDialect.h"
 #include "tile/Target/GpuArch.h"
 
@@ -84,8 +85,13 @@ struct PipelinedLoop {
 using PipelinePlans = DenseMap<Operation *, PipelinedLoop>;
 
 /// Plans every dot of `kernel` that can be pipelined over `numStages` stages (none
-/// when numStages < 2).
-PipelinePlans planPipelines(Operation *kernel, int64_t numStages);
+/// when numStages < 2), its tiles going round a ring of `ringSize` shared buffers.
+PipelinePlans planPipelines(Operation *kernel, int64_t numStages, int64_t ringSize);
+
+/// Shared buffers per operand of a dot pipelined over `numStages`: with asynchronous
+/// copies every stage is a buffer (Triton's NVIDIA pipeliner); without, one stage waits
+/// in registers (Triton's AMD stream pipeliner), so num_stages 2 is one buffer.
+int64_t pipelineBuffers(const ::tile::GpuArch &arch, int64_t numStages);
 
 /// What every pattern needs: the thread id, the arch and the layout rules of this kernel.
 struct Distribution {
@@ -98,6 +104,7 @@ struct Distribution {
   int64_t accessElements = 1;
   Value threadId; // i32, at the top of the kernel
   const PipelinePlans *pipelines = nullptr;
+  Divisibility divisibility; ///< what the kernel's arguments promise
   ThreadLayout of(Type tensorType) const {
     return layoutFor(cast<RankedTensorType>(tensorType).getDimSize(0), threads, accessElements);
   }

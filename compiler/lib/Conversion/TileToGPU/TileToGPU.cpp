@@ -461,6 +461,7 @@ struct ConvertTileToGPUPass : mlir::tile::impl::ConvertTileToGPUBase<ConvertTile
       if (failed(checkDistributable(kernel, dist)))
         return signalPassFailure();
       dist.accessElements = accessElementsOf(kernel);
+      dist.divisibility = Divisibility(kernel);
 
       builder.setInsertionPointToEnd(gpuModule.getBody());
       auto func = gpu::GPUFuncOp::create(builder, kernel.getLoc(), kernel.getName(),
@@ -474,7 +475,7 @@ struct ConvertTileToGPUPass : mlir::tile::impl::ConvertTileToGPUBase<ConvertTile
       builder.setInsertionPointToStart(&func.getBody().front());
       Value tid = gpu::ThreadIdOp::create(builder, func.getLoc(), gpu::Dimension::x);
       dist.threadId = arith::IndexCastUIOp::create(builder, func.getLoc(), builder.getI32Type(), tid);
-      PipelinePlans pipelines = planPipelines(func, numStages);
+      PipelinePlans pipelines = planPipelines(func, numStages, pipelineBuffers(*arch, numStages));
       dist.pipelines = &pipelines;
 
       GpuTypeConverter converter(ctx, dist);

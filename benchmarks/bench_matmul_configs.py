@@ -1,0 +1,144 @@
+"""TFLOP/s of torch.ops.tile.matmul per config against torch.matmul (cuBLAS), on CUDA: which
+configs the defaults and the autotuning candidates should be.
+
+    python3 benchmarks/bench_matmul_configs.py [--dtype float16|bfloat16|float32|int8]
+        [--shape M N K ...] [--configs FILE.json] [--samples S] [--batch-ms MS]
+
+Each config (a dict of matmul knobs; those left out keep the default) is forced by making it
+the only autotuning candidate; tile's tuning is cleared between configs. Per shape and
+config: a parity check against a float32 torch reference (per element, as bench_matmul.py
+does), then common.cuda_interleaved_times over {cuBLAS, tile with this config} (L2 flushed,
+CUDA events around batches, medians over --samples). A config that fails to compile or
+launch is reported with its error and the run goes on. Prints a table and writes
+results/bench_matmul_configs_<dtype>.json and .png.
+"""
+
+import argparse
+import json
+import statistics
+import sys
+
+import torch
+
+import torch_tile
+
+from bench_matmul import MAX_ELEMENT_ERROR
+from common import cuda_interleaved_times, write_results
+
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
+          "int8": torch.int8}
+SHAPES = [(2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192)]
+# mma.sync-class tiles as Triton's NVIDIA tutorial and CUTLASS's Ampere kernels pick them.
+CONFIGS = [
+    {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "num_warps": 8, "num_stages": 1},
+    {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "num_warps": 8, "num_stages": 2},
+    {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "num_warps": 8, "num_stages": 3},
+    {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "num_warps": 4, "num_stages": 3},
+    {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 32, "num_warps": 8, "num_stages": 2},
+    {"BLOCK_M": 256, "BLOCK_N": 128, "BLOCK_K": 32, "num_warps": 8, "num_stages": 2},
+    {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4, "num_stages": 4},
+    {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 32, "num_warps": 4, "num_stages": 4},
+]
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dtype", choices=sorted(DTYPES), default="float16")
+    parser.add_argument("--shape", type=int, nargs=3, action="append", default=[],
+                        metavar=("M", "N", "K"), help="shapes to run (default: 2048^3 ... 8192^3)")
+    parser.add_argument("--configs", help="JSON file with a list of configs (default: built in)")
+    parser.add_argument("--samples", type=int, default=7)
+    parser.add_argument("--batch-ms", type=float, default=20.0)
+    return parser.parse_args()
+
+
+def operands(shape, dtype, device):
+    m, n, k = shape
+    if dtype == torch.int8:
+        return (torch.randint(-8, 8, (m, k), device=device, dtype=torch.int8),
+                torch.randint(-8, 8, (k, n), device=device, dtype=torch.int8))
+    a = torch.randn(m, k, device=device).to(dtype)
+    return a, (torch.randn(k, n, device=device) / k**0.5).to(dtype)
+
+
+def calls(a, b):
+    if a.dtype == torch.int8:
+        return (lambda: torch._int_mm(a, b),
+                lambda: torch.ops.tile.matmul(a, b, out_dtype=torch.int32))
+    return lambda: torch.matmul(a, b), lambda: torch.ops.tile.matmul(a, b)
+
+
+def parity(out, a, b):
+    ref = torch.matmul(a.float(), b.float())
+    if a.dtype == torch.int8:
+        return bool(torch.equal(out.float(), ref)), 0.0
+    error = ((out.float() - ref).abs().max() / ref.abs().max().clamp_min(1e-30)).item()
+    return error <= MAX_ELEMENT_ERROR[a.dtype], error
+
+
+def main():
+    args = parse_args()
+    device = torch.device("cuda")
+    dtype = DTYPES[args.dtype]
+    configs = json.loads(open(args.configs).read()) if args.configs else CONFIGS
+    shapes = [tuple(s) for s in args.shape] or SHAPES
+    torch_tile.config.cache_dir = ""
+    rows = []
+    header = f"{'M x N x K':>18} {'config':<44} {'cuBLAS':>7} {'tile':>7} {'ratio':>6}  parity"
+    print(f"# tile.matmul per config, {args.dtype}, TFLOP/s (TOP/s for int8) on "
+          f"{torch.cuda.get_device_name(device)}\n{header}", flush=True)
+    for shape in shapes:
+        a, b = operands(shape, dtype, device)
+        reference, tile = calls(a, b)
+        flops = 2 * shape[0] * shape[1] * shape[2]
+        for config in configs:
+            label = ",".join(f"{v}" for v in config.values())
+            row = {"m": shape[0], "n": shape[1], "k": shape[2], "dtype": args.dtype,
+                   "config": config}
+            try:
+                torch_tile.config.autotune_configs = {"matmul": {"cuda": [config]}}
+                torch_tile.config.autotune = True
+                torch.ops.tile_runtime.clear_tuning()
+                out = tile()
+                torch.cuda.synchronize()
+                row["parity_ok"], row["max_error"] = parity(out, a, b)
+                del out
+                times = cuda_interleaved_times({"torch": reference, "tile": tile}, device,
+                                               args.samples, args.batch_ms * 1e-3)["times"]
+                seconds = {role: statistics.median(t) for role, t in times.items()}
+                row.update(torch_tflops=flops / seconds["torch"] / 1e12,
+                           tile_tflops=flops / seconds["tile"] / 1e12,
+                           ratio=seconds["torch"] / seconds["tile"])
+                print(f"{'x'.join(map(str, shape)):>18} {label:<44} {row['torch_tflops']:7.1f} "
+                      f"{row['tile_tflops']:7.1f} {row['ratio']:6.3f}  "
+                      f"{'ok' if row['parity_ok'] else 'FAIL %.2e' % row['max_error']}", flush=True)
+            except Exception as error:
+                row["error"] = f"{type(error).__name__}: {error}".strip()
+                print(f"{'x'.join(map(str, shape)):>18} {label:<44} error: "
+                      f"{row['error'].splitlines()[0][:120]}", flush=True)
+            rows.append(row)
+    torch_tile.config.autotune = False
+
+    def plot(axis):
+        ok = [r for r in rows if "ratio" in r]
+        labels = sorted({json.dumps(r["config"], sort_keys=True) for r in ok})
+        for shape in shapes:
+            xs, ys = [], []
+            for i, label in enumerate(labels):
+                for r in ok:
+                    if (r["m"], r["n"], r["k"]) == shape and json.dumps(r["config"], sort_keys=True) == label:
+                        xs.append(i)
+                        ys.append(r["ratio"])
+            axis.plot(xs, ys, "o-", label="x".join(map(str, shape)))
+        axis.set_xticks(range(len(labels)))
+        axis.set_xticklabels([",".join(str(v) for v in json.loads(l).values()) for l in labels],
+                             rotation=60, fontsize=6)
+        axis.set_ylabel("tile / cuBLAS (TFLOP/s ratio)")
+
+    path = write_results(f"bench_matmul_configs_{args.dtype}", device, rows, plot)
+    print(f"wrote {path}")
+    return 0 if all(r.get("parity_ok") for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
