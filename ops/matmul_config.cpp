@@ -36,24 +36,25 @@ std::map<std::string, int64_t> gpuConfig(const Target &target, int64_t m, int64_
                                          const std::string &inputDtype) {
   bool large = m >= 1024 && n >= 1024;
   bool hip = target.kind == TargetKind::Hip;
-  // a and b blocks of 128 x BLOCK_K stay within 48 KiB of static shared memory.
   bool wide = inputDtype == "f32";
-  // Large 16-bit problems on NVIDIA take BLOCK_K 32 (128x128x32 won the tutorial's list
-  // on an H200 before the pipelined lowering).
-  bool halfOnNvidia =
-      target.kind == TargetKind::Cuda && (inputDtype == "f16" || inputDtype == "bf16");
-  // f32 on NVIDIA takes BLOCK_K 16, so that pipelined candidates' shared tiles stay
-  // within 48 KiB of static shared memory. Eight warps keep the 128 x 128 accumulator
-  // and fragments within 128 registers (four warps need 248).
-  bool f32OnNvidia = wide && target.kind == TargetKind::Cuda;
+  bool nvidia = target.kind == TargetKind::Cuda;
+  // NVIDIA, 16-bit inputs: 128 x 128 x 32 over four warps (64 x 64 each) with four
+  // cp.async stages won the H100 sweep of benchmarks/bench_matmul_configs.py (0.41-0.46x
+  // cuBLAS, against 0.30-0.31 for eight warps at three stages). int8's larger fragments
+  // spill at four warps (ptxas), and f32 multiplies with FMAs, whose 128 x 128
+  // accumulator needs eight; BLOCK_K 16 keeps f32's ring small.
+  bool fourWarpsOnNvidia = nvidia && large && (inputDtype == "f16" || inputDtype == "bf16");
+  int64_t blockK = hip ? 32 : wide ? (nvidia ? 16 : 32) : large ? 32 : 64;
+  if (nvidia && inputDtype == "i8")
+    blockK = 64; // one m16n8k32 pair per fragment load
   return {{"BLOCK_M", large ? 128 : 64},
           {"BLOCK_N", large ? 128 : 64},
-          {"BLOCK_K", f32OnNvidia ? 16 : hip || wide || (halfOnNvidia && large) ? 32 : 64},
+          {"BLOCK_K", blockK},
           {"GROUP_M", 8},
-          {"num_warps", large ? 8 : 4},
-          // NVIDIA: three cp.async stages, whose 3 x 16 KiB ring is what fits the 48 KiB
-          // of static shared memory at every default tile.
-          {"num_stages", hip ? 2 : 3},
+          {"num_warps", fourWarpsOnNvidia ? 4 : large ? 8 : 4},
+          // NVIDIA: cp.async straight into a ring of num_stages shared buffers, sized at
+          // launch; AMD: Triton's stream pipeliner (one tile in registers, one in LDS).
+          {"num_stages", hip ? 2 : 4},
           {"waves_per_eu", hip ? 2 : 0},
           {"matrix_instr_nonkdim", 16},
           {"kpack", 1}};

@@ -210,6 +210,7 @@ std::optional<Binary> DiskCache::load(const std::string &key, const Target &targ
   binary.kernelName = entry->meta["kernel_name"];
   binary.entrySymbol = entry->meta["entry_symbol"];
   binary.blockThreads = std::atoi(entry->meta["block_threads"].c_str());
+  binary.dynamicSharedBytes = std::atoll(entry->meta["dynamic_shared_bytes"].c_str());
   binary.object = std::move(entry->payload);
   ++loads_;
   return binary;
@@ -268,7 +269,8 @@ void DiskCache::store(const std::string &key, const Binary &binary) {
   storeEntry(key, binary.target, "binary", binary.object,
              {{"kernel_name", binary.kernelName},
               {"entry_symbol", binary.entrySymbol},
-              {"block_threads", std::to_string(binary.blockThreads)}});
+              {"block_threads", std::to_string(binary.blockThreads)},
+              {"dynamic_shared_bytes", std::to_string(binary.dynamicSharedBytes)}});
 }
 
 void DiskCache::storeRecord(const std::string &key, const Target &target,

@@ -99,6 +99,8 @@ const GpuDriver &tile::runtime::cudaDriver() {
   loaded.moduleGetFunction =
       symbol<decltype(loaded.moduleGetFunction)>(loaded.library, "cuModuleGetFunction", loaded.path);
   loaded.launchKernel = symbol<decltype(loaded.launchKernel)>(loaded.library, "cuLaunchKernel", loaded.path);
+  loaded.funcSetAttribute =
+      symbol<decltype(loaded.funcSetAttribute)>(loaded.library, "cuFuncSetAttribute", loaded.path);
   loaded.describe = describeCuda;
   driver = loaded;
   return driver;

@@ -17,6 +17,12 @@ struct GpuDriver {
   int (*launchKernel)(void *function, unsigned gridX, unsigned gridY, unsigned gridZ,
                       unsigned blockX, unsigned blockY, unsigned blockZ, unsigned sharedBytes,
                       void *stream, void **params, void **extra) = nullptr;
+  /// Sets a function attribute (cuFuncSetAttribute); null where the launcher never needs
+  /// one (HIP: LDS is declared statically).
+  int (*funcSetAttribute)(void *function, int attribute, int value) = nullptr;
+  /// The attribute id of the most dynamic shared memory a launch may give the function
+  /// (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES).
+  int maxDynamicSharedAttribute = 8;
   /// The driver's text for a status.
   std::string (*describe)(const GpuDriver &driver, int status) = nullptr;
   void *library = nullptr; ///< dlopen handle, kept for describe()

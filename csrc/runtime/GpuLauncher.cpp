@@ -25,6 +25,20 @@ void *GpuLauncher::functionFor(const LoadedKernel &kernel, int device) {
     fail("module load", kernel, status);
   if (int status = driver_.moduleGetFunction(&function, module, kernel.binary.entrySymbol.c_str()))
     fail("lookup of " + kernel.binary.entrySymbol, kernel, status);
+  // Past 48 KiB, a launch may only give a function the dynamic shared memory it opted in to.
+  constexpr int64_t defaultDynamicShared = 48 * 1024;
+  if (kernel.binary.dynamicSharedBytes > defaultDynamicShared) {
+    if (!driver_.funcSetAttribute)
+      throw std::runtime_error("kernel " + kernel.spec + " needs " +
+                               std::to_string(kernel.binary.dynamicSharedBytes) +
+                               " bytes of shared memory, and the " + driver_.name +
+                               " driver table cannot raise the limit");
+    if (int status = driver_.funcSetAttribute(function, driver_.maxDynamicSharedAttribute,
+                                              int(kernel.binary.dynamicSharedBytes)))
+      fail("raising the shared memory limit to " +
+               std::to_string(kernel.binary.dynamicSharedBytes) + " bytes",
+           kernel, status);
+  }
   functions_[{kernel.key, device}] = function;
   return function;
 }
@@ -46,6 +60,7 @@ void GpuLauncher::launch(const LoadedKernel &kernel, const Target &deviceTarget,
   void *function = functionFor(kernel, device);
   if (int status = driver_.launchKernel(function, unsigned(grid.x), unsigned(grid.y),
                                         unsigned(grid.z), unsigned(kernel.binary.blockThreads), 1, 1,
-                                        0, stream, args, nullptr))
+                                        unsigned(kernel.binary.dynamicSharedBytes), stream, args,
+                                        nullptr))
     fail("launch", kernel, status);
 }

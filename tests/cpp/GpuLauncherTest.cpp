@@ -23,8 +23,18 @@ struct FakeDriverState {
   unsigned grid[3] = {}, block[3] = {};
   void *stream = nullptr;
   void **params = nullptr;
-  int loadStatus = 0, launchStatus = 0;
+  unsigned sharedBytes = 0;
+  int attribute = -1, attributeValue = -1, attributeSets = 0;
+  int loadStatus = 0, launchStatus = 0, attributeStatus = 0;
 } fake;
+
+int fakeSetAttribute(void *function, int attribute, int value) {
+  EXPECT_EQ(function, reinterpret_cast<void *>(0x2000));
+  ++fake.attributeSets;
+  fake.attribute = attribute;
+  fake.attributeValue = value;
+  return fake.attributeStatus;
+}
 
 int fakeLoad(void **module, const void *image) {
   ++fake.loads;
@@ -40,13 +50,14 @@ int fakeGetFunction(void **function, void *, const char *name) {
 }
 
 int fakeLaunch(void *function, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-               unsigned bz, unsigned, void *stream, void **params, void **) {
+               unsigned bz, unsigned sharedBytes, void *stream, void **params, void **) {
   EXPECT_EQ(function, reinterpret_cast<void *>(0x2000));
   ++fake.launches;
   fake.grid[0] = gx, fake.grid[1] = gy, fake.grid[2] = gz;
   fake.block[0] = bx, fake.block[1] = by, fake.block[2] = bz;
   fake.stream = stream;
   fake.params = params;
+  fake.sharedBytes = sharedBytes;
   return fake.launchStatus;
 }
 
@@ -104,6 +115,40 @@ TEST_F(GpuLauncherTest, LoadsOnceAndLaunchesWithGridBlockStreamAndArguments) {
   // Another device loads its own module.
   launcher.launch(kernel, Target::parse("hip:gfx942"), 1, args, Grid{1, 1, 1}, stream);
   EXPECT_EQ(fake.loads, 2);
+}
+
+TEST_F(GpuLauncherTest, DynamicSharedMemoryIsOptedInOnceAndGivenAtEveryLaunch) {
+  driver.name = "CUDA";
+  driver.funcSetAttribute = fakeSetAttribute;
+  GpuLauncher launcher(driver);
+  LoadedKernel kernel = hipKernel("cuda:sm_90");
+  kernel.binary.dynamicSharedBytes = 96 * 1024;
+  launcher.launch(kernel, Target::parse("cuda:sm_90"), 0, nullptr, Grid{2, 1, 1}, nullptr);
+  launcher.launch(kernel, Target::parse("cuda:sm_90"), 0, nullptr, Grid{2, 1, 1}, nullptr);
+  EXPECT_EQ(fake.attributeSets, 1) << "the limit is raised when the function is loaded";
+  EXPECT_EQ(fake.attribute, 8) << "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES";
+  EXPECT_EQ(fake.attributeValue, 96 * 1024);
+  EXPECT_EQ(fake.sharedBytes, 96u * 1024);
+  // Within the default 48 KiB no opt-in is needed; the launch still provides the bytes.
+  LoadedKernel small = hipKernel("cuda:sm_90");
+  small.key = "k2";
+  small.binary.dynamicSharedBytes = 16 * 1024;
+  launcher.launch(small, Target::parse("cuda:sm_90"), 0, nullptr, Grid{1, 1, 1}, nullptr);
+  EXPECT_EQ(fake.attributeSets, 1);
+  EXPECT_EQ(fake.sharedBytes, 16u * 1024);
+  // A refused opt-in is an error that names the call, not a failed launch later.
+  LoadedKernel refused = hipKernel("cuda:sm_90");
+  refused.key = "k3";
+  refused.binary.dynamicSharedBytes = 200 * 1024;
+  fake.attributeStatus = 1;
+  try {
+    launcher.launch(refused, Target::parse("cuda:sm_90"), 0, nullptr, Grid{1, 1, 1}, nullptr);
+    FAIL() << "expected an error";
+  } catch (const std::runtime_error &error) {
+    std::string message = error.what();
+    EXPECT_NE(message.find("raising the shared memory limit to 204800 bytes"), std::string::npos)
+        << message;
+  }
 }
 
 TEST_F(GpuLauncherTest, EmptyGridLaunchesNothing) {

@@ -2,6 +2,7 @@
 
 #include "MachineCode.h"
 #include "tile/Compiler/Pipeline.h"
+#include "tile/Conversion/Passes.h"
 #include "tile/Conversion/TileToCPU/TileToCPU.h"
 #include "tile/Dialect/Tile/IR/TileDialect.h"
 #include "tile/Target/CpuArch.h"
@@ -126,6 +127,10 @@ void compileForGpu(mlir::ModuleOp module, const Target &target, const CompileOpt
   if (mlir::failed(toGpu.run(module)))
     diagnostics.fail("lowering tile -> tile-gpu failed:");
   keep("tile-gpu", printed(module));
+  module.walk([&](mlir::gpu::GPUFuncOp func) {
+    if (auto bytes = func->getAttrOfType<mlir::IntegerAttr>(mlir::tile::kDynamicSharedBytesAttrName))
+      binary.dynamicSharedBytes = std::max(binary.dynamicSharedBytes, bytes.getInt());
+  });
 
   mlir::PassManager toLLVM(context);
   buildGpuToLLVMPipeline(toLLVM, arch->name);
@@ -140,6 +145,7 @@ void compileForGpu(mlir::ModuleOp module, const Target &target, const CompileOpt
   // fatal error.
   ResourceReport staged;
   staged.blockThreads = binary.blockThreads;
+  staged.ldsBytes = binary.dynamicSharedBytes;
   kernels.walk([&](mlir::LLVM::GlobalOp global) {
     if (global.getAddrSpace() == 3)
       if (auto array = mlir::dyn_cast<mlir::LLVM::LLVMArrayType>(global.getType()))
@@ -188,6 +194,7 @@ void compileForGpu(mlir::ModuleOp module, const Target &target, const CompileOpt
     binary.object = linkHsaco(emitMachineCode(*llvmModule, *machine, /*assembly=*/false));
   } else {
     binary.resources = nvidiaResourcesFromPtx(assembly, *arch, binary.blockThreads);
+    binary.resources.ldsBytes += binary.dynamicSharedBytes;
     checkResourceLimits(binary.resources, *arch);
     binary.object = assembly; // PTX, JIT-compiled by the driver at load
   }

@@ -35,6 +35,7 @@ const std::vector<GpuArch> &supportedGpuArchs() {
       arch.llvmTriple = "nvptx64-nvidia-cuda";
       arch.ptxFeatures = ptx;
       arch.asyncCopy = true; // cp.async, on every NVIDIA arch listed (sm_80 and later)
+      arch.dynamicShared = true;
       return arch;
     };
     // CDNA: 512 VGPRs per SIMD lane, shared by the waves on it, of which one wave
@@ -52,10 +53,10 @@ const std::vector<GpuArch> &supportedGpuArchs() {
         amd("gfx950", 64, 160 * 1024, 512, 256, 256, 8, 8, MatrixUnit::Mfma),
         wmma("gfx1100", 11),
         wmma("gfx1201", 12),
-        // Static shared memory (what the lowering declares) stops at 48 KiB per block
-        // on every NVIDIA arch; more needs dynamic shared memory and an opt-in.
-        nvidia("sm_80", 48 * 1024, MatrixUnit::MmaSync, "+ptx70"),
-        nvidia("sm_90", 48 * 1024, MatrixUnit::Wgmma, "+ptx80"),
+        // The most shared memory one block may opt in to (the CUDA programming guide's
+        // compute capability table): 163 KiB on sm_80, 227 KiB on sm_90.
+        nvidia("sm_80", 163 * 1024, MatrixUnit::MmaSync, "+ptx70"),
+        nvidia("sm_90", 227 * 1024, MatrixUnit::Wgmma, "+ptx80"),
     };
   }();
   return archs;

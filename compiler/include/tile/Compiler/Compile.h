@@ -50,6 +50,9 @@ struct Binary {
   std::string object;
   /// GPU targets: threads per workgroup the kernel was compiled for.
   int64_t blockThreads = 0;
+  /// NVIDIA: bytes of dynamic shared memory each launch provides (the kernel's one
+  /// dynamically sized shared array).
+  int64_t dynamicSharedBytes = 0;
   /// GPU targets: registers, LDS, scratch and occupancy.
   ResourceReport resources;
   /// (stage name, text) in pipeline order, when CompileOptions::keepStages.

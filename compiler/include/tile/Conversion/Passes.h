@@ -11,6 +11,11 @@
 
 namespace mlir::tile {
 
+/// On archs whose shared memory is sized at launch (GpuArch::dynamicShared), the bytes of
+/// the one dynamic shared array a gpu.func of convert-tile-to-gpu uses: an i64 attribute
+/// on the function, which the launcher provides at every launch.
+inline constexpr llvm::StringLiteral kDynamicSharedBytesAttrName = "tile.dynamic_shared_bytes";
+
 #define GEN_PASS_DECL
 #include "tile/Conversion/Passes.h.inc"
 

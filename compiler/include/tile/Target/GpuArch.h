@@ -19,7 +19,7 @@ struct GpuArch {
   std::string name;        ///< "gfx942", "sm_90"
   bool amd = false;
   unsigned waveSize = 64;  ///< threads per wavefront / warp
-  unsigned ldsBytes = 0;   ///< LDS / shared memory per workgroup
+  unsigned ldsBytes = 0;   ///< LDS / shared memory per workgroup (NVIDIA: with the opt-in)
   unsigned vgprsPerSimd = 0;   ///< AMD: VGPRs per lane of one SIMD (the occupancy budget)
   unsigned maxVgprsPerWave = 0; ///< AMD: architected VGPRs one wave can address
   unsigned maxAgprsPerWave = 0; ///< AMD: accumulation VGPRs (0 where the arch has none)
@@ -30,6 +30,9 @@ struct GpuArch {
   unsigned wmmaGeneration = 0;  ///< WMMA: 11 (RDNA3, rows repeated per half-wave) or 12
   /// Asynchronous global-to-shared copies that bypass registers (NVIDIA cp.async, sm_80+).
   bool asyncCopy = false;
+  /// Shared memory is one dynamically sized array, sized at launch: NVIDIA caps static
+  /// shared memory at 48 KiB per block, and the rest needs the launcher's opt-in.
+  bool dynamicShared = false;
   std::string llvmTriple;       ///< "amdgcn-amd-amdhsa", "nvptx64-nvidia-cuda"
   std::string ptxFeatures;      ///< NVIDIA: "+ptx80"
 };

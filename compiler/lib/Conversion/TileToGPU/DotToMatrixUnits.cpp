@@ -11,6 +11,7 @@
 #include "GpuLowering.h"
 
 #include "tile/Conversion/BlockAccess.h"
+#include "tile/Conversion/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -174,10 +175,36 @@ OperandPlan planOperand(const StagedOperand &operand, RankedTensorType type, uns
   return plan;
 }
 
-/// The LDS array of a staged operand: a module-level global in address space 3.
-Value sharedBuffer(ConversionPatternRewriter &rewriter, Operation *op, Type element, int64_t count,
-                   StringRef name) {
+/// The shared array of a staged operand: a module-level global in address space 3, or,
+/// where shared memory is sized at launch, the next 16-byte aligned piece of the one
+/// dynamic shared array, whose size the function's kDynamicSharedBytesAttrName records.
+Value sharedBuffer(ConversionPatternRewriter &rewriter, Operation *op, const ::tile::GpuArch &arch,
+                   Type element, int64_t count, StringRef name) {
   auto module = op->getParentOfType<gpu::GPUModuleOp>();
+  Location loc = op->getLoc();
+  auto sharedPtrType = LLVM::LLVMPointerType::get(rewriter.getContext(), kSharedAddressSpace);
+  if (arch.dynamicShared) {
+    constexpr StringLiteral symbol = "__tile_dynamic_shared";
+    if (!module.lookupSymbol(symbol)) {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(module.getBody());
+      LLVM::GlobalOp::create(rewriter, loc, LLVM::LLVMArrayType::get(rewriter.getI8Type(), 0),
+                             /*isConstant=*/false, LLVM::Linkage::External, symbol, Attribute(),
+                             /*alignment=*/16, kSharedAddressSpace);
+    }
+    auto func = op->getParentOfType<gpu::GPUFuncOp>();
+    int64_t used = 0;
+    if (auto attr = func->getAttrOfType<IntegerAttr>(kDynamicSharedBytesAttrName))
+      used = attr.getInt();
+    int64_t offset = (used + 15) / 16 * 16;
+    int64_t bytes = count * elementBytes(element);
+    rewriter.modifyOpInPlace(func, [&] {
+      func->setAttr(kDynamicSharedBytesAttrName, rewriter.getI64IntegerAttr(offset + bytes));
+    });
+    Value base = LLVM::AddressOfOp::create(rewriter, loc, sharedPtrType, symbol);
+    return LLVM::GEPOp::create(rewriter, loc, sharedPtrType, rewriter.getI8Type(), base,
+                               ArrayRef<LLVM::GEPArg>{int32_t(offset)});
+  }
   auto arrayType = LLVM::LLVMArrayType::get(element, count);
   std::string symbol = name.str();
   for (int i = 0; module.lookupSymbol(symbol); ++i)
@@ -552,8 +579,8 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
     return op.emitError("num_stages=") << stages << " copies 16-byte runs of each operand tile; a "
                                        << m << "x" << k << " by " << k << "x" << n << " " << input
                                        << " dot has shorter rows; use num_stages=1";
-  Value bufA = sharedBuffer(rewriter, op, input, buffers * m * k, "__tile_lds_a");
-  Value bufB = sharedBuffer(rewriter, op, input, buffers * k * n, "__tile_lds_b");
+  Value bufA = sharedBuffer(rewriter, op, dist.arch, input, buffers * m * k, "__tile_lds_a");
+  Value bufB = sharedBuffer(rewriter, op, dist.arch, input, buffers * k * n, "__tile_lds_b");
 
   // The operand views at `distance` iterations ahead (0: this one).
   auto viewAt = [&](const StagedOperand &operand, const OperandPlan &p, int64_t distance) {
