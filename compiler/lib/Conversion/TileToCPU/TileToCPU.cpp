@@ -97,10 +97,17 @@ struct BroadcastLowering : OpConversionPattern<BroadcastOp> {
 void appendGridArguments(func::FuncOp kernel) {
   OpBuilder builder(kernel.getContext());
   Block &entry = kernel.getBody().front();
+  unsigned first = entry.getNumArguments();
+  SmallVector<unsigned> positions(kCpuGridArgCount, first);
+  SmallVector<Type> types(kCpuGridArgCount, builder.getI32Type());
+  SmallVector<DictionaryAttr> attrs(kCpuGridArgCount, builder.getDictionaryAttr({}));
+  SmallVector<Location> locs(kCpuGridArgCount, kernel.getLoc());
+  // insertArguments keeps the argument attributes (the caller's promises) in step.
+  if (failed(kernel.insertArguments(positions, types, attrs, locs)))
+    llvm_unreachable("appending arguments to a kernel cannot fail");
   SmallVector<Value> gridArgs;
   for (unsigned i = 0; i < kCpuGridArgCount; ++i)
-    gridArgs.push_back(entry.addArgument(builder.getI32Type(), kernel.getLoc()));
-  kernel.setFunctionType(builder.getFunctionType(entry.getArgumentTypes(), {}));
+    gridArgs.push_back(entry.getArgument(first + i));
   kernel.walk([&](Operation *op) {
     if (auto pid = dyn_cast<ProgramIdOp>(op)) {
       pid.replaceAllUsesWith(gridArgs[pid.getAxis()]);
