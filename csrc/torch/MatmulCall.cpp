@@ -71,7 +71,7 @@ int64_t unitStrides(std::initializer_list<const at::Tensor *> tensors) {
 /// Bit i set where the i-th tensor (a, b, c) starts on a 16-byte boundary and each of its
 /// strides other than 1 spans a multiple of 16 bytes: the kernel may then copy and store
 /// 16-byte runs with no run-time alignment check (Triton's divisibility-16 argument
-/// specialization).
+/// specialization, which the caller extends with bits 3-5 for M, N, K).
 int64_t divisibility16(std::initializer_list<const at::Tensor *> tensors) {
   int64_t bits = 0, bit = 0;
   for (const at::Tensor *t : tensors) {
@@ -145,7 +145,9 @@ tile::binding::prepareMatmul(const char *op, const at::Tensor &a, const at::Tens
   // dtype and config.
   if (target.kind != TargetKind::Cpu) {
     call->spec.config["unit_strides"] = unitStrides({&call->a, &call->b, &call->c});
-    call->spec.config["divisibility_16"] = divisibility16({&call->a, &call->b, &call->c});
+    int64_t sizes = (m % 16 == 0 ? 1 : 0) | (n % 16 == 0 ? 2 : 0) | (k % 16 == 0 ? 4 : 0);
+    call->spec.config["divisibility_16"] =
+        divisibility16({&call->a, &call->b, &call->c}) | sizes << 3;
   }
 
   call->programs = programsFor(call->spec.config, m, n);

@@ -58,8 +58,8 @@ defaultConfig(std::string op, std::string target, std::string dtype) {
     // a along K, b along N and c along N (bits 1, 3 and 5) are compile-time constants.
     config.emplace("unit_strides", 0b101010);
     // ... with 16-byte aligned data and strides, as fresh allocations of whole rows of
-    // 16 bytes are.
-    config.emplace("divisibility_16", 0b111);
+    // 16 bytes are, and M, N, K multiples of 16 like the representative problem.
+    config.emplace("divisibility_16", 0b111111);
   } else if (op == "vector_add") {
     // The GPU block gives each thread 16 bytes of the element type per access.
     config = {{"BLOCK_SIZE", parsed.kind == tile::TargetKind::Cpu ? 128 : 2048},

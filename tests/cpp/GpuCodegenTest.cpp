@@ -401,3 +401,37 @@ TEST(GpuCodegen, NvidiaDefaultMatmulPipelinesWithAsyncCopies) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(GpuCodegen, AmdDefaultMatmulReadsFragmentsAndGlobalMemoryWide) {
+  // Row-major a and b, as torch allocates them: b is n-contiguous, so its copy into LDS
+  // transposes it in registers and every fragment is read along k with 64- or 128-bit
+  // LDS reads; with the alignment and the sizes proven by the spec, every global load is
+  // 16 bytes. No scratch.
+  for (const char *arch : {"gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1201"})
+    for (const char *dtype : {"f16", "bf16"}) {
+      Target target = Target::parse(std::string("hip:") + arch);
+      auto config = rowMajorAligned(ops::defaultMatmulConfig(target, 4096, 4096, 4096, dtype));
+      config["divisibility_16"] = 0b111111; // M, N, K multiples of 16 as well
+      auto context = createContext();
+      auto module = ops::buildKernel(*context, {"matmul", {dtype, dtype}, config});
+      CompileOptions options;
+      options.keepStages = true;
+      options.numWarps = config.at("num_warps");
+      options.numStages = config.at("num_stages");
+      options.wavesPerEu = config.at("waves_per_eu");
+      Binary binary = compile(*module, target, options);
+      const std::string &isa = stage(binary, "asm");
+      std::string where = std::string(arch) + " " + dtype;
+      for (const char *narrow : {"ds_read_u16", "ds_read_u8", "ds_read_i8", "ds_load_u16",
+                                 "ds_load_u8", "ds_load_i8", "ds_read_b32", "ds_load_b32"})
+        EXPECT_EQ(countOf(isa, narrow), 0u) << where << ": " << narrow;
+      for (const char *narrow : {"global_load_ushort", "global_load_u16", "global_load_dword ",
+                                 "global_load_dwordx2", "global_load_b32", "global_load_b64"})
+        EXPECT_EQ(countOf(isa, narrow), 0u) << where << ": " << narrow;
+      EXPECT_EQ(binary.resources.scratchBytes, 0) << where;
+    }
+}
+
+} // namespace

@@ -128,15 +128,27 @@ namespace {
 struct OperandPlan {
   int64_t rows = 0, cols = 0;
   unsigned kDim = 0;     ///< 1 for a (m x k), 0 for b (k x n)
-  unsigned innerDim = 0; ///< the contiguous dimension, in global and in shared memory
+  unsigned innerDim = 0; ///< the contiguous dimension in global memory
+  /// The contiguous dimension in shared memory: innerDim, or k where the copy transposes
+  /// an m- or n-contiguous operand in registers so that fragments are read along k with
+  /// wide reads (AMD, where no LDS read transposes).
+  unsigned sharedInnerDim = 0;
+  /// Runs one thread copies from consecutive outer rows at the same inner position (the
+  /// k values one transposed write packs); 1 without the transpose.
+  int64_t group = 1;
   bool innerUnit = false; ///< its stride is the constant 1
   /// Every 16-byte run of a tile starts 16-byte aligned, proven at compile time.
   bool aligned16 = false;
+  /// The matrix ends on a whole run along the inner dimension (its bounds there are
+  /// multiples of `run`, proven at compile time): a run is all in or all out.
+  bool wholeRuns = false;
   SharedLayout shared;   ///< [outer][inner]
   int64_t run = 1;       ///< elements one thread copies at a time along inner (16 bytes)
   int64_t runs = 0, runsPerThread = 0;
   int64_t extent(unsigned dim) const { return dim == 0 ? rows : cols; }
-  bool kContiguous() const { return innerDim == kDim; }
+  /// k is contiguous in shared memory (fragments read along k).
+  bool kContiguous() const { return sharedInnerDim == kDim; }
+  bool transposed() const { return sharedInnerDim != innerDim; }
 };
 
 /// Where and how much of an operand one iteration reads (all i64).
@@ -163,15 +175,34 @@ OperandPlan planOperand(const StagedOperand &operand, RankedTensorType type, uns
                    known.divides(operand.lanes.offset, per16) &&
                    known.divides(operand.lanes.strides[1 - plan.innerDim], per16);
   int64_t outer = plan.extent(1 - plan.innerDim), inner = plan.extent(plan.innerDim);
+  plan.run = std::min<int64_t>(16 / bytes, inner);
+  plan.runs = outer * inner / plan.run;
+  plan.sharedInnerDim = plan.innerDim;
+  // Without a transposing shared-memory read (ldmatrix.trans), an operand whose k is not
+  // contiguous is transposed on its way into shared memory, as Triton's AMD backend does:
+  // a thread copies `group` runs at consecutive k and writes each of their run's columns
+  // as `group` consecutive k (the widest write the runs per thread allow, up to the
+  // fragment's run along k).
+  if (mi && !mi->ldmatrix && mi->kRun > 1 && plan.innerDim != kDim && plan.innerUnit) {
+    int64_t group = 1;
+    while (group * 2 <= mi->kRun && plan.runs / (group * 2) >= dist.threads && outer % (group * 2) == 0)
+      group *= 2;
+    plan.group = group;
+    plan.sharedInnerDim = kDim;
+  }
+  int64_t sharedOuter = plan.extent(1 - plan.sharedInnerDim);
+  int64_t sharedInner = plan.extent(plan.sharedInnerDim);
   // Reads are as wide as a fragment's run along k where k is contiguous; ldmatrix and the
   // copies themselves move 16 bytes.
   int64_t accessBytes = 16;
   if (mi && !mi->ldmatrix && plan.kContiguous())
     accessBytes = std::clamp<int64_t>(mi->kRun * bytes, 8, 16);
-  plan.shared = swizzledLayout(outer, inner, bytes, accessBytes);
-  plan.run = std::min<int64_t>(16 / bytes, inner);
-  plan.runs = outer * inner / plan.run;
-  plan.runsPerThread = (plan.runs + dist.threads - 1) / dist.threads;
+  plan.shared = swizzledLayout(sharedOuter, sharedInner, bytes, accessBytes);
+  plan.wholeRuns = plan.innerUnit;
+  for (const ScalarPoly &bound : operand.bounds.upper[plan.innerDim])
+    plan.wholeRuns = plan.wholeRuns && known.divides(bound, plan.run);
+  int64_t groups = plan.runs / plan.group;
+  plan.runsPerThread = (groups + dist.threads - 1) / dist.threads * plan.group;
   return plan;
 }
 
@@ -260,24 +291,31 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
 
   const Distribution &dist;
 
-  /// Run r of this thread: its (outer, inner start) in the block, as i32.
+  /// Run r of this thread: its (outer, inner start) in the block (in global memory's
+  /// orientation), as i32. Runs go in groups of plan.group at consecutive outer rows.
   std::pair<Value, Value> runPosition(OpBuilder &b, Location loc, const OperandPlan &plan,
                                       int64_t r) const {
-    int64_t runsPerRow = plan.shared.inner / plan.run;
-    Value run = arith::AddIOp::create(b, loc, dist.threadId, i32Constant(b, loc, r * dist.threads));
-    Value outer = arith::DivUIOp::create(b, loc, run, i32Constant(b, loc, runsPerRow));
+    int64_t runsPerRow = plan.extent(plan.innerDim) / plan.run;
+    Value group = arith::AddIOp::create(b, loc, dist.threadId,
+                                        i32Constant(b, loc, r / plan.group * dist.threads));
+    Value outer = arith::AddIOp::create(
+        b, loc,
+        arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, group, i32Constant(b, loc, runsPerRow)),
+                              i32Constant(b, loc, plan.group)),
+        i32Constant(b, loc, r % plan.group));
     Value inner = arith::MulIOp::create(
-        b, loc, arith::RemUIOp::create(b, loc, run, i32Constant(b, loc, runsPerRow)),
+        b, loc, arith::RemUIOp::create(b, loc, group, i32Constant(b, loc, runsPerRow)),
         i32Constant(b, loc, plan.run));
     return {outer, inner};
   }
 
-  /// Guards the runs past the block's end (when the threads outnumber the runs).
+  /// Guards the runs past the block's end (when the threads outnumber the run groups).
   Value runExists(OpBuilder &b, Location loc, const OperandPlan &plan, int64_t r) const {
-    if ((r + 1) * dist.threads <= plan.runs)
+    int64_t groups = plan.runs / plan.group, q = r / plan.group;
+    if ((q + 1) * dist.threads <= groups)
       return {};
-    Value run = arith::AddIOp::create(b, loc, dist.threadId, i32Constant(b, loc, r * dist.threads));
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, run, i32Constant(b, loc, plan.runs));
+    Value group = arith::AddIOp::create(b, loc, dist.threadId, i32Constant(b, loc, q * dist.threads));
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, group, i32Constant(b, loc, groups));
   }
 
   /// This thread's runs of one operand tile, loaded from global memory into registers:
@@ -310,6 +348,16 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
           b, loc, outerOn, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, runEnd, view.validInner));
       if (!plan.innerUnit)
         whole = arith::AndIOp::create(b, loc, whole, view.innerUnit);
+      if (plan.aligned16 && plan.wholeRuns) {
+        // Every run is aligned and all in or all out: a masked load, as Triton's, with
+        // runs outside reading the operand's first run (readable: the inner extent is a
+        // positive multiple of the run whenever the loop runs) and keeping zeros.
+        Value ptr = arith::SelectOp::create(b, loc, whole, src, view.matrix);
+        Value data = LLVM::LoadOp::create(b, loc, runType, ptr, plan.run * bytes);
+        Value zeros = arith::ConstantOp::create(b, loc, runType, b.getZeroAttr(runType));
+        loaded.push_back(arith::SelectOp::create(b, loc, whole, data, zeros));
+        continue;
+      }
       if (!plan.aligned16)
         whole = arith::AndIOp::create(b, loc, whole, isAligned(b, loc, src, plan.run * bytes));
       auto data = scf::IfOp::create(
@@ -357,10 +405,17 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
           Value outer = arith::ExtUIOp::create(b, loc, i64, outer32);
           Value inner = arith::ExtUIOp::create(b, loc, i64, inner32);
           Value outerOn = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, outer, view.validOuter);
-          Value left = arith::MaxSIOp::create(
-              b, loc, arith::MinSIOp::create(b, loc, arith::SubIOp::create(b, loc, view.validInner, inner),
-                                             c64(b, loc, plan.run)),
-              c64(b, loc, 0));
+          // Elements of the run inside the matrix: all or none where runs are whole.
+          Value left =
+              plan.wholeRuns
+                  ? Value(arith::SelectOp::create(
+                        b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, inner, view.validInner),
+                        c64(b, loc, plan.run), c64(b, loc, 0)))
+                  : Value(arith::MaxSIOp::create(
+                        b, loc,
+                        arith::MinSIOp::create(b, loc, arith::SubIOp::create(b, loc, view.validInner, inner),
+                                               c64(b, loc, plan.run)),
+                        c64(b, loc, 0)));
           Value count = arith::SelectOp::create(b, loc, outerOn, left, c64(b, loc, 0));
           Value offset = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, outer, view.outerStride),
                                                arith::MulIOp::create(b, loc, inner, view.innerStride));
@@ -415,6 +470,10 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
     int64_t bytes = elementBytes(element);
     int64_t stage = plan.shared.outer * plan.shared.inner;
     Value slotBase = arith::MulIOp::create(b, loc, slot, i32Constant(b, loc, stage));
+    if (plan.transposed()) {
+      storeTransposed(b, loc, plan, registers, buffer, slotBase, element);
+      return;
+    }
     int64_t vec = std::min(plan.shared.vec, plan.run);
     for (int64_t r = 0; r < plan.runsPerThread; ++r) {
       auto [outer, inner] = runPosition(b, loc, plan, r);
@@ -423,6 +482,36 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
           Value at = arith::AddIOp::create(b, loc, inner, i32Constant(b, loc, p));
           Value ptr = sharedPtr(b, loc, plan.shared, buffer, slotBase, element, outer, at);
           LLVM::StoreOp::create(b, loc, sliceOf(b, loc, registers, r * plan.run + p, vec), ptr, vec * bytes);
+        }
+      };
+      if (Value exists = runExists(b, loc, plan, r)) {
+        scf::IfOp::create(b, loc, exists, [&](OpBuilder &b, Location loc) {
+          write(b, loc);
+          scf::YieldOp::create(b, loc);
+        });
+      } else {
+        write(b, loc);
+      }
+    }
+  }
+
+  /// The transposing write: each group of runs (consecutive k, the same inner
+  /// positions) is written column by column, each column's `group` k values as one
+  /// access along shared memory's k-contiguous rows.
+  void storeTransposed(OpBuilder &b, Location loc, const OperandPlan &plan, Value registers,
+                       Value buffer, Value slotBase, Type element) const {
+    int64_t bytes = elementBytes(element);
+    for (int64_t r = 0; r < plan.runsPerThread; r += plan.group) {
+      auto write = [&](OpBuilder &b, Location loc) {
+        auto [k, inner] = runPosition(b, loc, plan, r); // the group's first k
+        for (int64_t i = 0; i < plan.run; ++i) {
+          SmallVector<int64_t> column;
+          for (int64_t j = 0; j < plan.group; ++j)
+            column.push_back((r + j) * plan.run + i);
+          Value values = vector::ShuffleOp::create(b, loc, registers, registers, column);
+          Value nonK = arith::AddIOp::create(b, loc, inner, i32Constant(b, loc, i));
+          Value ptr = sharedPtr(b, loc, plan.shared, buffer, slotBase, element, nonK, k);
+          LLVM::StoreOp::create(b, loc, values, ptr, plan.group * bytes);
         }
       };
       if (Value exists = runExists(b, loc, plan, r)) {
@@ -454,7 +543,7 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
   /// One element (row, col) of the operand's block from shared memory.
   Value readElement(OpBuilder &b, Location loc, const OperandPlan &plan, Value buffer, Value slotBase,
                     Type element, Value row, Value col) const {
-    Value outer = plan.innerDim == 1 ? row : col, inner = plan.innerDim == 1 ? col : row;
+    Value outer = plan.sharedInnerDim == 1 ? row : col, inner = plan.sharedInnerDim == 1 ? col : row;
     Value ptr = sharedPtr(b, loc, plan.shared, buffer, slotBase, element, outer, inner);
     return LLVM::LoadOp::create(b, loc, element, ptr, elementBytes(element));
   }
