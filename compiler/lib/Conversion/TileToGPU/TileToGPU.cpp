@@ -345,6 +345,30 @@ bool StoreLowering::storeRowRuns(StoreOp op, OpAdaptor adaptor, ConversionPatter
       return arith::ConstantIntOp::create(b, l, 1, 1);
     return vector::ExtractOp::create(b, l, mask, ArrayRef<int64_t>{e});
   };
+  // Proven at compile time (from the kernel's divisibility promises): every run starts
+  // aligned to its width, and the column bounds are multiples of the run, so a run's mask
+  // bits are all equal. Then each run is one masked vector store, with no fallback.
+  const Divisibility &known = dist.divisibility;
+  bool proven = lanes->strides[1].getConstant() == 1 && known.of(lanes->basePtr) >= run * bytes &&
+                known.divides(lanes->offset, run) && known.divides(lanes->strides[0], run);
+  if (proven && mask) {
+    auto bounds = analyzeLaneBounds(op.getMask());
+    proven = bounds && bounds->upper.size() == 2;
+    if (proven)
+      for (const ScalarPoly &bound : bounds->upper[1])
+        proven = proven && known.divides(bound, run);
+  }
+  if (proven) {
+    for (int64_t first = 0; first < layout.perThread(); first += run) {
+      Value slice = sliceOf(rewriter, loc, value, first, run);
+      Value start = vector::ExtractOp::create(rewriter, loc, ptrs, ArrayRef<int64_t>{first});
+      scf::IfOp::create(rewriter, loc, bit(rewriter, loc, first), [&](OpBuilder &b, Location l) {
+        LLVM::StoreOp::create(b, l, slice, start, run * bytes);
+        scf::YieldOp::create(b, l);
+      });
+    }
+    return true;
+  }
   for (int64_t first = 0; first < layout.perThread(); first += run) {
     Value slice = sliceOf(rewriter, loc, value, first, run);
     Value start = vector::ExtractOp::create(rewriter, loc, ptrs, ArrayRef<int64_t>{first});
