@@ -6,6 +6,7 @@
 #include "MatmulCall.h"
 
 #include <functional>
+#include <string>
 #include <utility>
 
 namespace tile::binding {
@@ -22,6 +23,13 @@ std::pair<ops::KernelSpec, int64_t> chooseMatmulConfig(const MatmulCall &call,
                                                        const MatmulLaunch &launch,
                                                        const std::function<void()> &sync,
                                                        bool mayBenchmark);
+
+/// Empty when `out` matches `reference` (the default config's result on the same
+/// operands) within what a different tiling may change: integers exactly; floats per
+/// element within a dtype-dependent fraction of max|reference| (1e-4 float32, 4e-3
+/// float16, 2e-2 bfloat16), NaN where the reference has NaN. Else why not, for the
+/// autotuning record: a candidate that computes something else never wins.
+std::string resultMismatch(const at::Tensor &out, const at::Tensor &reference);
 
 } // namespace tile::binding
 

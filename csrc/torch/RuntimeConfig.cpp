@@ -1,6 +1,8 @@
 // tile_runtime::set_* ops: the settings of torch_tile.config that the C++ runtime acts
 // on, pushed from Python whenever one changes (autotuning, its candidates, the cache
-// and stage-dump folders), and the autotuner's counters.
+// and stage-dump folders), the autotuner's counters, and the result check its
+// candidates pass.
+#include "MatmulTuning.h"
 #include "runtime/Autotuner.h"
 #include "runtime/DiskCache.h"
 #include "runtime/StageDump.h"
@@ -74,6 +76,11 @@ TORCH_LIBRARY_FRAGMENT(tile_runtime, m) {
         setAutotuneCandidates);
   m.def("autotune_stats() -> str", autotuneStats);
   m.def("clear_tuning() -> ()", clearTuning);
+  // The check every autotuning candidate passes: "" when `out` matches `reference`.
+  m.def("result_mismatch(Tensor out, Tensor reference) -> str",
+        [](const at::Tensor &out, const at::Tensor &reference) {
+          return tile::binding::resultMismatch(out, reference);
+        });
   m.def("set_cache_dir(str? dir) -> ()", setCacheDir);
   m.def("set_dump_dir(str? dir) -> ()", setDumpDir);
 }

@@ -67,7 +67,8 @@ _CPU_MATMUL = _configs(
 _OPTIONS = {
     "autotune": (False, bool,
                  "benchmark the candidate configs on the first call of each (op, shape bucket, "
-                 "dtypes, target) and keep the fastest; off: the heuristic default at once"),
+                 "dtypes, target) and keep the fastest whose result matches the default "
+                 "config's; off: the heuristic default at once"),
     "autotune_progress_after": (1.0, float,
                                 "seconds of autotuning after which progress is shown on a "
                                 "terminal (stderr)"),

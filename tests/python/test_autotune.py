@@ -1,6 +1,7 @@
 """Autotuning: the first call of an (op, shape bucket, dtypes, target) benchmarks the
-candidates, invalid ones are rejected by the compiler's resource check, the winner is kept
-in memory and on disk, and another process reuses it without benchmarking."""
+candidates, invalid ones are rejected by the compiler's resource check and wrong ones by
+the check of their result against the default config's, the winner is kept in memory and
+on disk, and another process reuses it without benchmarking."""
 
 import json
 import os
@@ -94,6 +95,47 @@ def test_no_valid_candidate_falls_back_to_the_default(tuning):
         poisoned_matmul_check(a, b)  # remembered: not tried again
     assert stats_delta(before) == {"benchmarked": 1, "disk_loads": 0, "candidates_run": 0,
                                    "candidates_rejected": 1}
+
+
+def mismatch(out, reference):
+    return torch.ops.tile_runtime.result_mismatch(out, reference)
+
+
+@pytest.mark.parametrize("dtype,within", [(torch.float32, 5e-5), (torch.float16, 2e-3),
+                                          (torch.bfloat16, 1e-2)])
+def test_the_result_check_accepts_rounding_and_rejects_a_wrong_element(dtype, within):
+    # Every candidate's result must pass this check against the default config's before
+    # its time counts: differences a tiling makes (rounding, within the dtype's share of
+    # max|reference|) pass, one wrong element, a NaN the reference lacks or an unwritten
+    # element (the poison) does not.
+    reference = torch.randn(64, 48).to(dtype)
+    scale = reference.float().abs().max().item()
+    assert mismatch(reference.clone(), reference) == ""
+    close = (reference.float() + within * scale * torch.rand(64, 48)).to(dtype)
+    assert mismatch(close, reference) == ""
+    wrong = reference.clone()
+    wrong[17, 5] += 0.25 * scale
+    assert mismatch(wrong, reference).startswith("1 of 3072 elements differ")
+    wrong = reference.clone()
+    wrong[3, 3] = float("nan")
+    assert "1 of 3072" in mismatch(wrong, reference)
+    both_nan = reference.clone()
+    both_nan[0, 0] = float("nan")
+    assert mismatch(both_nan.clone(), both_nan) == ""
+    infinite = reference.clone()
+    infinite[1, 1] = float("inf")
+    assert mismatch(infinite.clone(), infinite) == ""
+
+
+def test_the_result_check_is_exact_for_integers():
+    reference = torch.randint(-1000, 1000, (32, 16), dtype=torch.int32)
+    assert mismatch(reference.clone(), reference) == ""
+    wrong = reference.clone()
+    wrong[5, 7] += 1
+    assert mismatch(wrong, reference).startswith("1 of 512 elements differ")
+    poisoned = reference.clone()
+    poisoned[0, 0] = torch.iinfo(torch.int32).min
+    assert "must be exact" in mismatch(poisoned, reference)
 
 
 def test_autotune_off_uses_the_default_at_once(tmp_path):
