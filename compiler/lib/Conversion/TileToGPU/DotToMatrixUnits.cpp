@@ -34,10 +34,10 @@ void collectFactors(const ScalarPoly &poly, SmallVectorImpl<Value> &out) {
     out.append(monomial.factors.begin(), monomial.factors.end());
 }
 
-/// `value` computed `distance` iterations of `loop` ahead: the pure scalar ops between
-/// the induction variable and it are cloned at the builder's point with iv + distance *
-/// step (which `mapping` maps the induction variable to). Null when it depends on
-/// anything else that changes per iteration.
+/// `value` at another iteration of `loop`: the pure scalar ops between the induction
+/// variable and it are cloned at the builder's point (in the loop, or before it) with
+/// the induction variable mapped by `mapping` (to iv + distance * step, or to an
+/// iteration's value). Null when it depends on anything else that changes per iteration.
 Value aheadOf(OpBuilder &b, scf::ForOp loop, Value value, IRMapping &mapping) {
   if (Value known = mapping.lookupOrNull(value))
     return known;
@@ -93,9 +93,27 @@ PipelinePlans mlir::tile::gpu_lowering::planPipelines(Operation *kernel, int64_t
       return v;
     };
     PipelinedLoop plan;
+    // The prologue's scalars, cloned before the loop for its first S - 1 iterations.
+    OpBuilder before(loop);
+    for (int64_t d = 0; d + 1 < numStages; ++d) {
+      Value distance = arith::ConstantOp::create(before, loc, ivType, before.getIntegerAttr(ivType, d));
+      Value ivAt = arith::AddIOp::create(
+          before, loc, loop.getLowerBound(), arith::MulIOp::create(before, loc, distance, loop.getStep()));
+      IRMapping mapping;
+      mapping.map(iv, ivAt);
+      DenseMap<Value, Value> shifted;
+      for (Value leaf : leaves) {
+        Value at = aheadOf(before, loop, leaf, mapping);
+        if (!at)
+          return;
+        shifted[leaf] = at;
+      }
+      plan.prologue.push_back(std::move(shifted));
+      plan.prologueInRange.push_back(
+          arith::CmpIOp::create(before, loc, arith::CmpIPredicate::slt, ivAt, loop.getUpperBound()));
+    }
     Value iteration = arith::DivSIOp::create(
         b, loc, arith::SubIOp::create(b, loc, iv, loop.getLowerBound()), loop.getStep());
-    plan.first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, iv, loop.getLowerBound());
     for (int64_t d = 0; d < numStages; ++d) {
       Value distance = arith::ConstantOp::create(b, loc, ivType, b.getIntegerAttr(ivType, d));
       Value ivAhead = arith::AddIOp::create(b, loc, iv,
@@ -572,37 +590,33 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
   LogicalResult matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override;
 
   /// The K loop over a ring of `numStages` buffers filled by asynchronous copies, as
-  /// Triton's NVIDIA pipeliner orders it: the first iteration issues tiles 0 .. S - 2,
-  /// one commit group each; every iteration waits for its own tile's group, meets the
-  /// other warps at a barrier (after which tile k is visible to all and the buffer of
-  /// tile k - 1 is free), issues tile k + S - 1 into that buffer and multiplies tile k.
+  /// Triton's NVIDIA pipeliner orders it: the prologue (before the loop) issues tiles
+  /// 0 .. S - 2, one commit group each; every iteration waits for its own tile's group,
+  /// meets the other warps at a barrier (after which tile k is visible to all and the
+  /// buffer of tile k - 1 is free), issues tile k + S - 1 into that buffer and
+  /// multiplies tile k.
+  /// Copies (issued by `copies`) when `inRange`, then a commit group either way: tiles
+  /// past the loop's end copy nothing but still commit, so that the count of groups in
+  /// flight stays S - 1.
+  void copyIfInRange(OpBuilder &b, Location loc, Value inRange,
+                     function_ref<void(OpBuilder &, Location)> copies) const {
+    scf::IfOp::create(b, loc, inRange, [&](OpBuilder &b, Location loc) {
+      copies(b, loc);
+      scf::YieldOp::create(b, loc);
+    });
+    LLVM::CallIntrinsicOp::create(b, loc, b.getStringAttr("llvm.nvvm.cp.async.commit.group"), ValueRange{});
+  }
+
   LogicalResult pipelineAsync(ConversionPatternRewriter &rewriter, DotOp op, const PipelinedLoop &plan,
                               function_ref<Value(Value slot)> compute,
                               function_ref<void(OpBuilder &, Location, int64_t distance)> copyTiles) const {
     Location loc = op.getLoc();
     int64_t stages = dist.numStages;
-    auto commit = [](OpBuilder &b, Location loc) {
-      LLVM::CallIntrinsicOp::create(b, loc, b.getStringAttr("llvm.nvvm.cp.async.commit.group"), ValueRange{});
-    };
-    // Tiles past the loop's end copy nothing, but still commit a group so that the
-    // count of groups in flight stays S - 1.
-    auto copyIfInRange = [&](OpBuilder &b, Location loc, int64_t distance) {
-      scf::IfOp::create(b, loc, rewriter.getRemappedValue(plan.inRange[distance]),
-                        [&](OpBuilder &b, Location loc) {
-                          copyTiles(b, loc, distance);
-                          scf::YieldOp::create(b, loc);
-                        });
-      commit(b, loc);
-    };
-    scf::IfOp::create(rewriter, loc, rewriter.getRemappedValue(plan.first), [&](OpBuilder &b, Location loc) {
-      for (int64_t d = 0; d < stages - 1; ++d)
-        copyIfInRange(b, loc, d);
-      scf::YieldOp::create(b, loc);
-    });
     LLVM::CallIntrinsicOp::create(rewriter, loc, rewriter.getStringAttr("llvm.nvvm.cp.async.wait.group"),
                                   ValueRange{i32Constant(rewriter, loc, stages - 2)});
     gpu::BarrierOp::create(rewriter, loc);
-    copyIfInRange(rewriter, loc, stages - 1);
+    copyIfInRange(rewriter, loc, rewriter.getRemappedValue(plan.inRange[stages - 1]),
+                  [&](OpBuilder &b, Location loc) { copyTiles(b, loc, stages - 1); });
     rewriter.replaceOp(op, compute(plan.slot[0]));
     return success();
   }
@@ -668,14 +682,19 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
     return op.emitError("num_stages=") << stages << " copies 16-byte runs of each operand tile; a "
                                        << m << "x" << k << " by " << k << "x" << n << " " << input
                                        << " dot has shorter rows; use num_stages=1";
+  // A pipelined loop's buffers and prologue come before the loop.
+  Operation *loopOp = op->getParentOp();
+  if (plan)
+    rewriter.setInsertionPoint(loopOp);
   Value bufA = sharedBuffer(rewriter, op, dist.arch, input, buffers * m * k, "__tile_lds_a");
   Value bufB = sharedBuffer(rewriter, op, dist.arch, input, buffers * k * n, "__tile_lds_b");
 
-  // The operand views at `distance` iterations ahead (0: this one).
-  auto viewAt = [&](const StagedOperand &operand, const OperandPlan &p, int64_t distance) {
+  // The operand views where `shift` maps the scalars (null: this iteration).
+  auto viewOf = [&](const StagedOperand &operand, const OperandPlan &p,
+                    const DenseMap<Value, Value> *shift) {
     auto remap = [&](Value v) {
-      if (plan)
-        if (auto it = plan->shifted[distance].find(v); it != plan->shifted[distance].end())
+      if (shift)
+        if (auto it = shift->find(v); it != shift->end())
           v = it->second;
       return rewriter.getRemappedValue(v);
     };
@@ -692,10 +711,14 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
                                            c64(rewriter, loc, 1));
     return view;
   };
-  // This thread's runs of the a and b tiles `distance` iterations ahead, in registers.
-  auto loadTiles = [&](OpBuilder &builder, Location loc, int64_t distance, Value inRange) {
-    Value ra = loadRuns(builder, loc, pa, viewAt(*a, pa, distance), input, inRange);
-    Value rb = loadRuns(builder, loc, pb, viewAt(*b, pb, distance), input, inRange);
+  auto viewAt = [&](const StagedOperand &operand, const OperandPlan &p, int64_t distance) {
+    return viewOf(operand, p, plan ? &plan->shifted[distance] : nullptr);
+  };
+  // This thread's runs of the a and b tiles where `shift` maps the scalars, in registers.
+  auto loadTiles = [&](OpBuilder &builder, Location loc, const DenseMap<Value, Value> *shift,
+                       Value inRange) {
+    Value ra = loadRuns(builder, loc, pa, viewOf(*a, pa, shift), input, inRange);
+    Value rb = loadRuns(builder, loc, pb, viewOf(*b, pb, shift), input, inRange);
     return std::pair{ra, rb};
   };
   auto compute = [&](Value slot) {
@@ -708,7 +731,7 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
 
   if (stages == 1) {
     Value zero = i32Constant(rewriter, loc, 0);
-    auto [ra, rb] = loadTiles(rewriter, loc, 0, Value());
+    auto [ra, rb] = loadTiles(rewriter, loc, nullptr, Value());
     // The previous K step may still read the buffers.
     gpu::BarrierOp::create(rewriter, loc);
     storeRuns(rewriter, loc, pa, ra, bufA, zero, input);
@@ -718,28 +741,40 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
     return success();
   }
 
-  if (async)
+  if (async) {
+    // Before the loop: tiles 0 .. S - 2 copied into stages 0 .. S - 2, a commit group each.
+    for (int64_t d = 0; d + 1 < stages; ++d) {
+      Value slot = i32Constant(rewriter, loc, d);
+      copyIfInRange(rewriter, loc, rewriter.getRemappedValue(plan->prologueInRange[d]),
+                    [&](OpBuilder &builder, Location loc) {
+                      copyRuns(builder, loc, pa, viewOf(*a, pa, &plan->prologue[d]), input, bufA, slot);
+                      copyRuns(builder, loc, pb, viewOf(*b, pb, &plan->prologue[d]), input, bufB, slot);
+                    });
+    }
+    rewriter.setInsertionPoint(op);
     return pipelineAsync(rewriter, op, *plan, compute, [&](OpBuilder &builder, Location loc, int64_t distance) {
       copyRuns(builder, loc, pa, viewAt(*a, pa, distance), input, bufA, plan->slot[distance]);
       copyRuns(builder, loc, pb, viewAt(*b, pb, distance), input, bufB, plan->slot[distance]);
     });
+  }
 
-  // First iteration: fill the stages this loop's first S - 1 tiles go to.
-  scf::IfOp::create(rewriter, loc, rewriter.getRemappedValue(plan->first), [&](OpBuilder &b, Location loc) {
-    for (int64_t d = 0; d < stages - 1; ++d) {
-      auto [ra, rb] = loadTiles(b, loc, d, plan->inRange[d]);
-      storeRuns(b, loc, pa, ra, bufA, plan->slot[d], input);
-      storeRuns(b, loc, pb, rb, bufB, plan->slot[d], input);
-    }
-    gpu::BarrierOp::create(b, loc);
-    scf::YieldOp::create(b, loc);
-  });
+  // Before the loop: tiles 0 .. S - 2 into the stages they go to (zeros for iterations
+  // the loop does not have).
+  for (int64_t d = 0; d + 1 < stages; ++d) {
+    Value slot = i32Constant(rewriter, loc, d % buffers);
+    auto [ra, rb] = loadTiles(rewriter, loc, &plan->prologue[d],
+                              rewriter.getRemappedValue(plan->prologueInRange[d]));
+    storeRuns(rewriter, loc, pa, ra, bufA, slot, input);
+    storeRuns(rewriter, loc, pb, rb, bufB, slot, input);
+  }
+  gpu::BarrierOp::create(rewriter, loc);
+  rewriter.setInsertionPoint(op);
   // Tile k + S - 1 is loaded into registers before tile k's matrix instructions run, and
   // written after them into the buffer tile k leaves, once every wave is done reading
   // it. With one buffer, a second barrier keeps the next iteration's reads after the
   // writes; with more, the next iteration reads a buffer written one barrier earlier.
   int64_t ahead = stages - 1;
-  auto [ra, rb] = loadTiles(rewriter, loc, ahead, plan->inRange[ahead]);
+  auto [ra, rb] = loadTiles(rewriter, loc, &plan->shifted[ahead], plan->inRange[ahead]);
   Value slot = plan->slot[ahead];
   Value result = compute(plan->slot[0]);
   gpu::BarrierOp::create(rewriter, loc);

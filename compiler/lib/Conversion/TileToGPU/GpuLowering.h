@@ -77,10 +77,13 @@ struct MatrixLayout {
 /// pipelining before the conversion: the scalars its operands' addresses and bounds
 /// depend on, recomputed d iterations ahead (d < num_stages) as plain scalar ops.
 struct PipelinedLoop {
-  Value first;                               ///< i1: this is the loop's first iteration
   SmallVector<DenseMap<Value, Value>> shifted; ///< per d: original scalar -> d ahead
   SmallVector<Value> inRange;                ///< per d: i1, iteration iv + d exists
   SmallVector<Value> slot;                   ///< per d: i32, its shared-memory stage
+  /// The prologue, before the loop: per d < num_stages - 1, the scalars of the loop's
+  /// iteration d and whether it exists (its stage is d).
+  SmallVector<DenseMap<Value, Value>> prologue;
+  SmallVector<Value> prologueInRange;
 };
 using PipelinePlans = DenseMap<Operation *, PipelinedLoop>;
 

@@ -8,17 +8,18 @@
 // RUN: tile-opt %s --tile-to-gpu="chipset=sm_90 num-stages=3" | FileCheck %s --check-prefix=ASYNC
 // The matmul tile program (32x32x16 blocks, f16 in, f32 out; as ops/matmul.cpp builds
 // it) on each GPU family: a and b staged through LDS between barriers, then the arch's
-// matrix instruction on 64-bit fragments read from LDS. With num-stages=2 the first
-// iteration fills the one LDS buffer, and each iteration loads the next tile into
+// matrix instruction on 64-bit fragments read from LDS. With num-stages=2 a prologue
+// before the loop fills the one LDS buffer, and each iteration loads the next tile into
 // registers before its MFMAs and stores it after them, between two barriers.
 
-// On NVIDIA the stages are a ring of three shared buffers filled by cp.async: the first
-// iteration commits the copies of tiles 0 and 1, each iteration waits until one group is
-// left in flight, meets the other warps, issues tile k + 2, then reads tile k.
-// ASYNC: scf.for
+// On NVIDIA the stages are a ring of three shared buffers filled by cp.async: before the
+// loop, the copies of tiles 0 and 1 are committed as two groups; each iteration waits
+// until one group is left in flight, meets the other warps, issues tile k + 2, then
+// reads tile k.
 // ASYNC: llvm.call_intrinsic "llvm.nvvm.cp.async.cg.shared.global.16.s"
 // ASYNC: llvm.call_intrinsic "llvm.nvvm.cp.async.commit.group"
 // ASYNC: llvm.call_intrinsic "llvm.nvvm.cp.async.commit.group"
+// ASYNC: scf.for
 // ASYNC: llvm.call_intrinsic "llvm.nvvm.cp.async.wait.group"(%{{.+}}) : (i32) -> ()
 // ASYNC-NEXT: gpu.barrier
 // ASYNC: llvm.call_intrinsic "llvm.nvvm.cp.async.cg.shared.global.16.s"
@@ -26,10 +27,10 @@
 // ASYNC: llvm.call_intrinsic "llvm.nvvm.ldmatrix
 // ASYNC: scf.yield
 
-// PIPELINED: scf.for
-// PIPELINED: scf.if
+// PIPELINED: llvm.load %{{.+}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xf16>
 // PIPELINED: llvm.store %{{.+}}, %{{.+}} {alignment = 8 : i64} : vector<4xf16>, !llvm.ptr<3>
 // PIPELINED: gpu.barrier
+// PIPELINED-NEXT: scf.for
 // PIPELINED: llvm.load %{{.+}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xf16>
 // PIPELINED: llvm.load %{{.+}} {alignment = 8 : i64} : !llvm.ptr<3> -> vector<4xf16>
 // PIPELINED: llvm.call_intrinsic "llvm.amdgcn.mfma
