@@ -66,6 +66,14 @@ int64_t bytesOf(const std::string &dtype) {
 
 } // namespace
 
+std::map<std::string, int64_t> withCurrentSpellings(std::map<std::string, int64_t> config,
+                                                    const Target &target) {
+  if (auto stages = config.find("num_stages");
+      target.kind == TargetKind::Hip && stages != config.end() && stages->second == 0)
+    stages->second = 2;
+  return config;
+}
+
 std::map<std::string, int64_t> withStagesThatFit(std::map<std::string, int64_t> config,
                                                  const Target &target,
                                                  const std::string &inputDtype) {

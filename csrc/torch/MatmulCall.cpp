@@ -105,6 +105,7 @@ tile::binding::MatmulCall::withConfig(const std::map<std::string, int64_t> &knob
                                   std::to_string(value));
     tuned.config[name] = value;
   }
+  tuned.config = ops::withCurrentSpellings(tuned.config, target);
   if (!knobs.count("num_stages"))
     tuned.config = ops::withStagesThatFit(tuned.config, target, tuned.dtypes.at(0));
   int64_t programs = programsFor(tuned.config, c.size(0), c.size(1));

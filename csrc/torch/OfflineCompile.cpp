@@ -30,7 +30,9 @@ StageTexts compileOffline(std::string op, std::vector<std::string> dtypes,
     spec.config[knobNames[i]] = knobValues[i];
   tile::Binary binary;
   try {
-    binary = tile::runtime::compileWithStages(spec, tile::Target::parse(target));
+    tile::Target parsed = tile::Target::parse(target);
+    spec.config = tile::ops::withCurrentSpellings(spec.config, parsed);
+    binary = tile::runtime::compileWithStages(spec, parsed);
   } catch (const std::exception &error) {
     TORCH_CHECK(false, "cannot compile ", spec.str(), " for ", target, ": ", error.what());
   }

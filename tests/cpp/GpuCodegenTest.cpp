@@ -297,6 +297,29 @@ TEST(GpuCodegen, MatrixInstrNonKDimPicksTheMfmaShape) {
   } catch (const CompileError &error) {
     EXPECT_NE(std::string(error.what()).find("16 or 32"), std::string::npos) << error.what();
   }
+  // Where no MFMA exists the knob has no second value to pick: 32 is refused, not ignored.
+  for (const char *target : {"hip:gfx1100", "hip:gfx1201", "cuda:sm_90"}) {
+    try {
+      compileMatmul(target, "f16", 32);
+      FAIL() << "expected a CompileError for " << target;
+    } catch (const CompileError &error) {
+      EXPECT_NE(std::string(error.what()).find("matrix_instr_nonkdim=16"), std::string::npos)
+          << error.what();
+    }
+  }
+}
+
+TEST(GpuCodegen, WavesPerEuIsRefusedOnNvidia) {
+  auto context = createContext();
+  auto module = ops::buildKernel(*context, tile::testing::matmulSpec("matmul", "f16", "f16", 64, 64, 32));
+  CompileOptions options;
+  options.wavesPerEu = 2;
+  try {
+    compile(*module, Target::parse("cuda:sm_90"), options);
+    FAIL() << "expected a CompileError";
+  } catch (const CompileError &error) {
+    EXPECT_NE(std::string(error.what()).find("AMD occupancy hint"), std::string::npos) << error.what();
+  }
 }
 
 TEST(GpuCodegen, DefaultMatmulConfigsUseNoScratchOnAnyAmdArch) {

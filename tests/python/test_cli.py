@@ -3,6 +3,7 @@
 Nothing here runs a kernel on a GPU; the HSACO and PTX are checked as files.
 """
 
+import json
 import os
 import struct
 import subprocess
@@ -98,3 +99,24 @@ def test_env_reports_versions_targets_drivers_and_cache(tmp_path):
         if line.startswith(("HIP runtime", "CUDA driver")):
             assert "/" in line or "tried:" in line, line
     assert f"kernel cache    : {tmp_path / 'cache'}" in out
+
+
+def test_every_rocm_tutorial_candidate_compiles_for_amd(tmp_path):
+    # The hip autotuning list keeps the ROCm tutorial's configs as written, num_stages=0
+    # included: older ROCm Triton's spelling of its stream pipeliner, compiled as
+    # num_stages=2 (one LDS buffer per operand, the next tile prefetched into registers).
+    from torch_tile import config
+
+    for index, candidate in enumerate(config.autotune_configs["matmul"]["hip"]):
+        out = tmp_path / str(index)
+        result = run_cli("--op", "matmul", "--dtype", "float16", "--target", "hip:gfx942",
+                         "--config", json.dumps(candidate), "--emit", "asm", "report",
+                         "--out", str(out))
+        assert result.returncode == 0, (candidate, result.stderr)
+        isa = (out / "matmul.amdgcn.s").read_text()
+        assert "v_mfma_f32_16x16x16_f16" in isa
+        report = dict(line.split(": ", 1) for line in
+                      (out / "matmul.report.txt").read_text().splitlines()[1:])
+        tile_bytes = (candidate["BLOCK_M"] + candidate["BLOCK_N"]) * candidate["BLOCK_K"] * 2
+        assert int(report["lds_bytes"]) == tile_bytes, candidate  # one buffer per operand
+        assert int(report["scratch_bytes"]) == 0 or candidate["waves_per_eu"] >= 8, candidate

@@ -21,6 +21,12 @@ const std::vector<std::string> &matmulKnobNames();
 std::map<std::string, int64_t> defaultMatmulConfig(const Target &target, int64_t m, int64_t n,
                                                    int64_t k, const std::string &inputDtype);
 
+/// `config` with the spellings of older tools mapped to what they meant: on AMD,
+/// num_stages=0 was older ROCm Triton's default (its stream pipeliner, num_stages=2 today),
+/// as the ROCm tutorial's candidates still write it.
+std::map<std::string, int64_t> withCurrentSpellings(std::map<std::string, int64_t> config,
+                                                    const Target &target);
+
 /// `config` (every knob set) with num_stages lowered, where its shared-memory ring would
 /// not fit the target's static shared memory, to the deepest one that does (at least 1):
 /// what a config that leaves num_stages out gets, so that a tile size chosen alone keeps
