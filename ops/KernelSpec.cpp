@@ -63,5 +63,7 @@ tile::CompileOptions tile::ops::compileOptionsFor(const KernelSpec &spec) {
     options.numStages = stages->second;
   if (auto waves = spec.config.find("waves_per_eu"); waves != spec.config.end())
     options.wavesPerEu = waves->second;
+  if (auto tf32 = spec.config.find("allow_tf32"); tf32 != spec.config.end())
+    options.allowTf32 = tf32->second != 0;
   return options;
 }

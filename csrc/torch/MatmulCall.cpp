@@ -3,6 +3,7 @@
 #include "DTypes.h"
 #include "ops/MatmulConfig.h"
 
+#include <ATen/Context.h>
 #include <ATen/ops/empty.h>
 #include <c10/util/Exception.h>
 
@@ -150,6 +151,10 @@ tile::binding::prepareMatmul(const char *op, const at::Tensor &a, const at::Tens
     call->spec.config["divisibility_16"] =
         divisibility16({&call->a, &call->b, &call->c}) | sizes << 3;
   }
+  // float32 on NVIDIA follows torch's float32 matmul precision, as torch.matmul does:
+  // 'highest' keeps exact FMAs, 'high' and 'medium' let cuBLAS (and so tile) use TF32.
+  if (target.kind == TargetKind::Cuda && a.scalar_type() == at::kFloat)
+    call->spec.config["allow_tf32"] = at::globalContext().allowTF32CuBLAS() ? 1 : 0;
 
   call->programs = programsFor(call->spec.config, m, n);
   TORCH_CHECK(call->programs <= int32Max, op, ": a ", m, "x", n,

@@ -458,3 +458,36 @@ TEST(GpuCodegen, AmdDefaultMatmulReadsFragmentsAndGlobalMemoryWide) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(GpuCodegen, NvidiaFloat32FollowsTheTf32Setting) {
+  // allow_tf32 (the binding's copy of torch's float32 matmul precision) picks TF32
+  // mma.sync m16n8k8 with inputs rounded by cvt.rna; without it f32 stays exact FMAs.
+  for (const char *arch : {"sm_80", "sm_90"})
+    for (int64_t tf32 : {0, 1}) {
+      Target target = Target::parse(std::string("cuda:") + arch);
+      auto config = rowMajorAligned(ops::defaultMatmulConfig(target, 4096, 4096, 4096, "f32"));
+      config["allow_tf32"] = tf32;
+      auto context = createContext();
+      auto module = ops::buildKernel(*context, {"matmul", {"f32", "f32"}, config});
+      CompileOptions options = ops::compileOptionsFor({"matmul", {"f32", "f32"}, config});
+      options.keepStages = true;
+      Binary binary = compile(*module, target, options);
+      const std::string &ptx = stage(binary, "asm");
+      std::string where = std::string(arch) + (tf32 ? " tf32" : " ieee");
+      size_t mma = countOf(ptx, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32");
+      size_t rounding = countOf(ptx, "cvt.rna.tf32.f32");
+      if (tf32) {
+        // 128 x 128 x 16 over 8 warps (64 x 32 each): 4 x 4 tiles of m16n8, 2 k steps.
+        EXPECT_EQ(mma, 32u) << where;
+        EXPECT_GT(rounding, 0u) << where;
+      } else {
+        EXPECT_EQ(mma, 0u) << where;
+        EXPECT_EQ(rounding, 0u) << where;
+        EXPECT_NE(ptx.find("fma.rn.f32"), std::string::npos) << where;
+      }
+    }
+}
+
+} // namespace

@@ -31,6 +31,23 @@ def relative_error(out, ref):
     return ((out.double() - ref).norm() / ref.norm().clamp_min(1e-300)).item()
 
 
+# Per element: max|out - ref| / max|ref|, which one wrong element fails (a norm can hide it).
+# Rounding the output alone costs half an ulp of max|ref|: 2^-11 (float16), 2^-8 (bfloat16).
+ELEMENT_BOUND = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1e-2}
+
+
+def element_error(out, ref):
+    return ((out.double() - ref).abs().max() / ref.abs().max().clamp_min(1e-300)).item()
+
+
+def poison_next_allocation(shape, dtype):
+    """NaN-fills a block of the caching allocator the size of the op's output and frees it,
+    so that the output the op allocates next starts as NaN, not as zeros or old results."""
+    block = torch.empty(shape, dtype=dtype, device="cuda")
+    block.fill_(float("nan") if dtype.is_floating_point else torch.iinfo(dtype).min)
+    del block
+
+
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("dtype, out_dtype, bound", PAIRS, ids=lambda p: str(p))
 @pytest.mark.parametrize("op", ["matmul", "matmul_leaky_relu"])
@@ -39,6 +56,7 @@ def test_matmul_parity(op, shape, dtype, out_dtype, bound):
         pytest.skip("leaky_relu has no int8 variant")
     a, b = matrices(shape, dtype)
     kwargs = {} if out_dtype is None else {"out_dtype": out_dtype}
+    poison_next_allocation((shape[0], shape[1]), out_dtype or dtype)
     if op == "matmul":
         out = torch.ops.tile.matmul(a, b, **kwargs)
         ref = a.double() @ b.double()
@@ -54,6 +72,7 @@ def test_matmul_parity(op, shape, dtype, out_dtype, bound):
         assert torch.equal(out.long(), ref.long())
     else:
         assert relative_error(out, ref) <= bound
+        assert element_error(out, ref) <= ELEMENT_BOUND[out_dtype or dtype]
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
@@ -219,3 +238,64 @@ def test_every_default_candidate_computes_the_same(tmp_path, index, dtype):
     runtime.clear_tuning()
     if stats["candidates_rejected"] > before["candidates_rejected"]:
         pytest.skip(f"{candidates[index]} is refused by the resource check for {dtype}")
+
+
+@pytest.mark.parametrize("stages", [1, 2, 3, 4])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_every_pipeline_depth_computes_the_same(tmp_path, stages, dtype):
+    """num_stages 1-4 on ragged and whole shapes, short and long K loops."""
+    from torch_tile import config, runtime
+
+    family = "hip" if torch.version.hip else "cuda"
+    candidate = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4,
+                 "num_stages": stages}
+    runtime.clear_tuning()
+    with config.patch(autotune=True, cache_dir=tmp_path,
+                      autotune_configs={"matmul": {family: [candidate]}}):
+        before = runtime.autotune_stats()
+        for shape in [(300, 260, 100), (256, 512, 1024), (64, 64, 32), (65, 33, 17)]:
+            a, b = matrices(shape, dtype)
+            poison_next_allocation(shape[:2], dtype)
+            out = torch.ops.tile.matmul_leaky_relu(a, b, 0.2)
+            ref = F.leaky_relu(a.double() @ b.double(), 0.2)
+            assert element_error(out, ref) <= ELEMENT_BOUND[dtype], (shape, stages)
+        assert runtime.autotune_stats()["candidates_run"] - before["candidates_run"] == 4
+    runtime.clear_tuning()
+
+
+@pytest.mark.skipif(torch.version.hip is not None, reason="TF32 is NVIDIA's")
+def test_float32_follows_torchs_matmul_precision():
+    """'highest': exact f32 (FMAs); 'high': TF32 inputs, as torch.matmul then uses, so the
+    result matches torch's own TF32 result far better than the exact one's error."""
+    a, b = matrices((512, 384, 1024), torch.float32)
+    exact = a.double() @ b.double()
+    before = torch.get_float32_matmul_precision()
+    try:
+        torch.set_float32_matmul_precision("highest")
+        assert element_error(torch.ops.tile.matmul(a, b), exact) <= 1e-5
+        torch.set_float32_matmul_precision("high")
+        tf32 = torch.ops.tile.matmul(a, b)
+        # TF32 keeps 10 mantissa bits: errors well above f32's, well below a wrong result.
+        error = element_error(tf32, exact)
+        assert 1e-5 < error <= 5e-3, error
+        assert element_error(tf32, torch.matmul(a, b).double()) <= 5e-3
+    finally:
+        torch.set_float32_matmul_precision(before)
+
+
+def test_offsets_past_two_to_the_31():
+    """a of 65536 x 32800 float16 (4.3 GB): its last rows start past element 2**31, so the
+    kernel indexes in 64 bits; the rows on both sides of that line are checked."""
+    if torch.cuda.get_device_properties(0).total_memory < 16 * 2**30:
+        pytest.skip("needs 16 GiB of GPU memory")
+    m, k, n = 65536, 32800, 64
+    a = torch.empty(m, k, device="cuda", dtype=torch.float16).uniform_(-1, 1)
+    b = (torch.randn(k, n, device="cuda") / k**0.5).half()
+    poison_next_allocation((m, n), torch.float16)
+    out = torch.ops.tile.matmul(a, b)
+    first_past = (2**31 + k - 1) // k  # the first row whose offset passes 2**31
+    rows = torch.cat([torch.arange(0, 64), torch.arange(first_past - 64, m),
+                      torch.randint(0, m, (64,))]).to("cuda")
+    ref = a[rows].double() @ b.double()
+    assert element_error(out[rows], ref) <= ELEMENT_BOUND[torch.float16]
+    del a, out

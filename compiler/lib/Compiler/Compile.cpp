@@ -131,7 +131,7 @@ void compileForGpu(mlir::ModuleOp module, const Target &target, const CompileOpt
                        "'s matrix instructions are 16 wide: use matrix_instr_nonkdim=16");
   mlir::PassManager toGpu(context);
   buildTileToGpuPipeline(toGpu, arch->name, options.numWarps, options.matrixInstrNonKDim,
-                         options.kpack, options.numStages);
+                         options.kpack, options.numStages, options.allowTf32);
   if (mlir::failed(toGpu.run(module)))
     diagnostics.fail("lowering tile -> tile-gpu failed:");
   keep("tile-gpu", printed(module));

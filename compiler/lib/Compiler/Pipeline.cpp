@@ -69,7 +69,7 @@ static void expandBf16(OpPassManager &pm) {
 
 void ::tile::buildTileToGpuPipeline(OpPassManager &pm, const std::string &chipset,
                                     int64_t numWarps, int64_t matrixInstrNonKDim,
-                                    int64_t kpack, int64_t numStages) {
+                                    int64_t kpack, int64_t numStages, bool allowTf32) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   mlir::tile::ConvertTileToGPUOptions options;
@@ -78,6 +78,7 @@ void ::tile::buildTileToGpuPipeline(OpPassManager &pm, const std::string &chipse
   options.matrixInstrNonKDim = matrixInstrNonKDim;
   options.kpack = kpack;
   options.numStages = numStages;
+  options.allowTf32 = allowTf32;
   pm.addPass(mlir::tile::createConvertTileToGPU(options));
 }
 
@@ -128,6 +129,9 @@ struct GpuPipelineOptions : PassPipelineOptions<GpuPipelineOptions> {
                         llvm::cl::init(1)};
   Option<int64_t> numStages{*this, "num-stages", llvm::cl::desc("software-pipelining depth"),
                             llvm::cl::init(1)};
+  Option<bool> allowTf32{*this, "allow-tf32",
+                         llvm::cl::desc("f32 dots on NVIDIA may use TF32 mma.sync"),
+                         llvm::cl::init(false)};
 };
 } // namespace
 
@@ -139,7 +143,7 @@ void ::tile::registerTilePassesAndPipelines() {
   PassPipelineRegistration<GpuPipelineOptions>(
       "tile-to-gpu", "tile -> tile-gpu stage", [](OpPassManager &pm, const GpuPipelineOptions &o) {
         buildTileToGpuPipeline(pm, o.chipset, o.numWarps, o.matrixInstrNonKDim, o.kpack,
-                               o.numStages);
+                               o.numStages, o.allowTf32);
       });
   PassPipelineRegistration<GpuPipelineOptions>(
       "tile-gpu-to-llvm", "tile-gpu -> llvm stage (ROCDL or NVVM by chipset)",

@@ -35,6 +35,9 @@ struct CompileOptions {
   int64_t kpack = 1;
   /// GPU targets: software-pipelining depth of a dot's K loop (1: none).
   int64_t numStages = 1;
+  /// NVIDIA f32 dots: TF32 mma.sync instead of exact FMAs (torch's float32 matmul
+  /// precision 'high' or 'medium').
+  bool allowTf32 = false;
   /// AMD targets: the occupancy LLVM must leave room for (`amdgpu-waves-per-eu`); 0: none.
   int64_t wavesPerEu = 0;
 };

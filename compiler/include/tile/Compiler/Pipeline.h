@@ -24,7 +24,8 @@ void buildCpuToLLVMPipeline(mlir::OpPassManager &pm);
 /// `numWarps` waves of `chipset` (gfx942, sm_90, ...).
 void buildTileToGpuPipeline(mlir::OpPassManager &pm, const std::string &chipset,
                             int64_t numWarps = 4, int64_t matrixInstrNonKDim = 16,
-                            int64_t kpack = 1, int64_t numStages = 1);
+                            int64_t kpack = 1, int64_t numStages = 1,
+                            bool allowTf32 = false);
 
 /// tile-gpu -> llvm: the gpu.module to the LLVM dialect with ROCDL (AMD) or NVVM (NVIDIA)
 /// intrinsics, chosen by the chipset.

@@ -50,6 +50,9 @@ def ConvertTileToGPU : Pass<"convert-tile-to-gpu", "::mlir::ModuleOp"> {
            "software-pipelining depth of a dot's K loop: shared-memory stages, with the "
            "global loads of tile k + num-stages - 1 in flight during tile k's matrix "
            "instructions">,
+    Option<"allowTf32", "allow-tf32", "bool", /*default=*/"false",
+           "f32 dots on NVIDIA may round their inputs to TF32 for mma.sync (as torch's "
+           "float32 matmul precision 'high' allows cuBLAS to); off: exact f32 FMAs">,
   ];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::vector::VectorDialect",
                            "::mlir::scf::SCFDialect", "::mlir::gpu::GPUDialect",

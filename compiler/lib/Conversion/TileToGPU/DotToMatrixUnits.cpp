@@ -211,9 +211,9 @@ OperandPlan planOperand(const StagedOperand &operand, RankedTensorType type, uns
   int64_t sharedOuter = plan.extent(1 - plan.sharedInnerDim);
   int64_t sharedInner = plan.extent(plan.sharedInnerDim);
   // Reads are as wide as a fragment's run along k where k is contiguous; ldmatrix and the
-  // copies themselves move 16 bytes.
+  // copies themselves move 16 bytes, and so do asynchronous copies into whole units.
   int64_t accessBytes = 16;
-  if (mi && !mi->ldmatrix && plan.kContiguous())
+  if (mi && !mi->ldmatrix && plan.kContiguous() && !dist.arch.asyncCopy)
     accessBytes = std::clamp<int64_t>(mi->kRun * bytes, 8, 16);
   plan.shared = swizzledLayout(sharedOuter, sharedInner, bytes, accessBytes);
   plan.wholeRuns = plan.innerUnit;
@@ -653,7 +653,7 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
                               << " waves of " << layout.tile.tileM << "x" << layout.tile.tileN
                               << " tiles on " << dist.arch.name
                               << "; use BLOCK_M, BLOCK_N that give each wave whole tiles";
-  auto instruction = matrixInstructionFor(layout.tile, input, dist.arch, dist.kpack);
+  auto instruction = matrixInstructionFor(layout.tile, input, dist.arch, dist.kpack, dist.allowTf32);
   if (dist.kpack != 1 && (!instruction || dist.arch.matrixUnit != ::tile::MatrixUnit::Mfma))
     return op.emitError("kpack=") << dist.kpack << " packs the k of several MFMA instructions; "
                                   << dist.arch.name << " with " << input << " inputs takes kpack=1";

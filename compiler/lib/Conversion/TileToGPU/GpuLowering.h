@@ -103,6 +103,7 @@ struct Distribution {
   int64_t nonKDim = 16;
   int64_t kpack = 1;
   int64_t numStages = 1;
+  bool allowTf32 = false;
   int64_t threads = 0;
   int64_t accessElements = 1;
   Value threadId; // i32, at the top of the kernel
@@ -137,8 +138,12 @@ struct MatrixInstruction {
   std::function<Value(OpBuilder &, Location, Value a, Value b, Value acc)> multiply;
 };
 
+/// `allowTf32`: f32 inputs may be rounded to TF32 where the arch's instruction takes them
+/// (NVIDIA mma.sync m16n8k8); otherwise f32 has a matrix instruction only where it is
+/// exact (MFMA).
 std::optional<MatrixInstruction> matrixInstructionFor(const AccumulatorTile &tile, Type input,
-                                                      const ::tile::GpuArch &arch, int64_t kpack);
+                                                      const ::tile::GpuArch &arch, int64_t kpack,
+                                                      bool allowTf32 = false);
 
 /// A row-major [outer][inner] array in shared memory whose rows are permuted in units
 /// of `vec` elements by an XOR swizzle, Triton's swizzled shared layout: unit u of row r

@@ -58,7 +58,8 @@ Value packBytes(OpBuilder &b, Location loc, Value bytes, Type packed) {
 
 std::optional<MatrixInstruction>
 mlir::tile::gpu_lowering::matrixInstructionFor(const AccumulatorTile &tile, Type input,
-                                               const ::tile::GpuArch &arch, int64_t kpack) {
+                                               const ::tile::GpuArch &arch, int64_t kpack,
+                                               bool allowTf32) {
   bool f16 = input.isF16(), bf16 = input.isBF16(), i8 = input.isInteger(8);
   auto c = [](OpBuilder &b, Location loc, int64_t v) { return i32Constant(b, loc, v); };
   auto div = [c](OpBuilder &b, Location loc, Value x, int64_t y) {
@@ -167,6 +168,35 @@ mlir::tile::gpu_lowering::matrixInstructionFor(const AccumulatorTile &tile, Type
     return mi;
   }
   case AccumulatorTile::Kind::MmaM16N8: {
+    bool tf32 = input.isF32() && allowTf32;
+    if (tf32) {
+      // mma.sync.m16n8k8 on TF32: one element per register (ldmatrix moves 16-bit
+      // elements, so fragments are read element by element): a at (g + 8 (j % 2),
+      // t + 4 (j / 2)), b at (t + 4 j, g), each rounded to TF32 (cvt.rna) first.
+      mi.tileK = 8;
+      mi.aPerLane = 4;
+      mi.bPerLane = 2;
+      mi.kRun = 1;
+      mi.a = [=](OpBuilder &b, Location loc, Value lane, int64_t j) {
+        Value row = affine(b, loc, div(b, loc, lane, 4), 1, 8 * (j % 2));
+        Value k = affine(b, loc, rem(b, loc, lane, 4), 1, 4 * (j / 2));
+        return std::pair{row, k};
+      };
+      mi.b = [=](OpBuilder &b, Location loc, Value lane, int64_t j) {
+        Value k = affine(b, loc, rem(b, loc, lane, 4), 1, 4 * j);
+        return std::pair{k, div(b, loc, lane, 4)};
+      };
+      mi.multiply = [=](OpBuilder &b, Location loc, Value a, Value bv, Value acc) {
+        SmallVector<Value> args;
+        for (Value fragment : {a, bv})
+          for (int64_t i = 0; i < cast<VectorType>(fragment.getType()).getDimSize(0); ++i) {
+            Value element = vector::ExtractOp::create(b, loc, fragment, ArrayRef<int64_t>{i});
+            args.push_back(callIntrinsic(b, loc, b.getI32Type(), "llvm.nvvm.f2tf32.rna", element));
+          }
+        return mmaSync(b, loc, "llvm.nvvm.mma.m16n8k8.row.col.tf32", args, acc);
+      };
+      return mi;
+    }
     if (!f16 && !bf16 && !i8)
       return std::nullopt;
     // mma.sync.m16n8k(8e) row.col, with e elements per 32-bit register (2 for 16-bit

@@ -481,6 +481,7 @@ struct ConvertTileToGPUPass : mlir::tile::impl::ConvertTileToGPUBase<ConvertTile
       dist.nonKDim = matrixInstrNonKDim;
       dist.kpack = kpack;
       dist.numStages = numStages;
+      dist.allowTf32 = allowTf32;
       dist.threads = threads;
       if (failed(checkDistributable(kernel, dist)))
         return signalPassFailure();
