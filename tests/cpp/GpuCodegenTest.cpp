@@ -208,19 +208,25 @@ INSTANTIATE_TEST_SUITE_P(
       return name + "_" + info.param.dtype;
     });
 
+/// Compiling `module` for `target` fails with a CompileError that says every one of `parts`.
+void expectCompileError(mlir::ModuleOp module, const std::string &target,
+                        const CompileOptions &options, std::initializer_list<const char *> parts) {
+  try {
+    compile(module, Target::parse(target), options);
+    FAIL() << "expected a CompileError for " << target;
+  } catch (const CompileError &error) {
+    for (const char *part : parts)
+      EXPECT_NE(std::string(error.what()).find(part), std::string::npos) << error.what();
+  }
+}
+
 TEST(GpuCodegen, LdsOverTheArchLimitIsRejected) {
   auto context = createContext();
   // 256 x 256 f32 a and b blocks: 2 * 256 KiB of LDS.
   auto module = ops::buildKernel(*context, tile::testing::matmulSpec("matmul", "f32", "f32", 256, 256, 256));
   CompileOptions options;
   options.numWarps = 16;
-  try {
-    compile(*module, Target::parse("hip:gfx942"), options);
-    FAIL() << "expected a CompileError";
-  } catch (const CompileError &error) {
-    EXPECT_NE(std::string(error.what()).find("LDS"), std::string::npos) << error.what();
-    EXPECT_NE(std::string(error.what()).find("65536"), std::string::npos) << error.what();
-  }
+  expectCompileError(*module, "hip:gfx942", options, {"LDS", "65536"});
 }
 
 } // namespace
@@ -314,12 +320,7 @@ TEST(GpuCodegen, WavesPerEuIsRefusedOnNvidia) {
   auto module = ops::buildKernel(*context, tile::testing::matmulSpec("matmul", "f16", "f16", 64, 64, 32));
   CompileOptions options;
   options.wavesPerEu = 2;
-  try {
-    compile(*module, Target::parse("cuda:sm_90"), options);
-    FAIL() << "expected a CompileError";
-  } catch (const CompileError &error) {
-    EXPECT_NE(std::string(error.what()).find("AMD occupancy hint"), std::string::npos) << error.what();
-  }
+  expectCompileError(*module, "cuda:sm_90", options, {"AMD occupancy hint"});
 }
 
 TEST(GpuCodegen, DefaultMatmulConfigsUseNoScratchOnAnyAmdArch) {

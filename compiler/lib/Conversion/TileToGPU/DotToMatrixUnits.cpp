@@ -92,46 +92,47 @@ PipelinePlans mlir::tile::gpu_lowering::planPipelines(Operation *kernel, int64_t
         return arith::TruncIOp::create(b, loc, b.getI32Type(), v);
       return v;
     };
+    // The leaves' values at iteration `start` + d steps, cloned at `at`, and whether that
+    // iteration exists; false when a leaf cannot be recomputed there.
+    auto scalarsAt = [&](OpBuilder &at, Value start, int64_t d, DenseMap<Value, Value> &shifted,
+                         Value &inRange) {
+      Value distance = arith::ConstantOp::create(at, loc, ivType, at.getIntegerAttr(ivType, d));
+      Value ivAt =
+          arith::AddIOp::create(at, loc, start, arith::MulIOp::create(at, loc, distance, loop.getStep()));
+      IRMapping mapping;
+      mapping.map(iv, ivAt);
+      for (Value leaf : leaves) {
+        Value value = aheadOf(at, loop, leaf, mapping);
+        if (!value)
+          return false;
+        shifted[leaf] = value;
+      }
+      inRange = arith::CmpIOp::create(at, loc, arith::CmpIPredicate::slt, ivAt, loop.getUpperBound());
+      return true;
+    };
     PipelinedLoop plan;
     // The prologue's scalars, cloned before the loop for its first S - 1 iterations.
     OpBuilder before(loop);
     for (int64_t d = 0; d + 1 < numStages; ++d) {
-      Value distance = arith::ConstantOp::create(before, loc, ivType, before.getIntegerAttr(ivType, d));
-      Value ivAt = arith::AddIOp::create(
-          before, loc, loop.getLowerBound(), arith::MulIOp::create(before, loc, distance, loop.getStep()));
-      IRMapping mapping;
-      mapping.map(iv, ivAt);
       DenseMap<Value, Value> shifted;
-      for (Value leaf : leaves) {
-        Value at = aheadOf(before, loop, leaf, mapping);
-        if (!at)
-          return;
-        shifted[leaf] = at;
-      }
+      Value inRange;
+      if (!scalarsAt(before, loop.getLowerBound(), d, shifted, inRange))
+        return;
       plan.prologue.push_back(std::move(shifted));
-      plan.prologueInRange.push_back(
-          arith::CmpIOp::create(before, loc, arith::CmpIPredicate::slt, ivAt, loop.getUpperBound()));
+      plan.prologueInRange.push_back(inRange);
     }
+    // In the loop: d iterations ahead of this one, and the stage each goes to.
     Value iteration = arith::DivSIOp::create(
         b, loc, arith::SubIOp::create(b, loc, iv, loop.getLowerBound()), loop.getStep());
     for (int64_t d = 0; d < numStages; ++d) {
-      Value distance = arith::ConstantOp::create(b, loc, ivType, b.getIntegerAttr(ivType, d));
-      Value ivAhead = arith::AddIOp::create(b, loc, iv,
-                                            arith::MulIOp::create(b, loc, distance, loop.getStep()));
-      IRMapping mapping;
-      mapping.map(iv, ivAhead);
       DenseMap<Value, Value> shifted;
-      for (Value leaf : leaves) {
-        Value ahead = aheadOf(b, loop, leaf, mapping);
-        if (!ahead)
-          return;
-        shifted[leaf] = ahead;
-      }
+      Value inRange;
+      if (!scalarsAt(b, iv, d, shifted, inRange))
+        return;
       plan.shifted.push_back(std::move(shifted));
-      plan.inRange.push_back(
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, ivAhead, loop.getUpperBound()));
+      plan.inRange.push_back(inRange);
       Value slot = arith::RemSIOp::create(
-          b, loc, arith::AddIOp::create(b, loc, iteration, distance),
+          b, loc, arith::AddIOp::create(b, loc, iteration, arith::ConstantOp::create(b, loc, ivType, b.getIntegerAttr(ivType, d))),
           arith::ConstantOp::create(b, loc, ivType, b.getIntegerAttr(ivType, ringSize)));
       plan.slot.push_back(toI32(slot));
     }
