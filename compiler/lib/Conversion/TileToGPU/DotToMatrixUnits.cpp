@@ -337,6 +337,18 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, group, i32Constant(b, loc, groups));
   }
 
+  /// `body` for run r, under a guard where the run may not exist.
+  void whereRunExists(OpBuilder &b, Location loc, const OperandPlan &plan, int64_t r,
+                      function_ref<void(OpBuilder &, Location)> body) const {
+    Value exists = runExists(b, loc, plan, r);
+    if (!exists)
+      return body(b, loc);
+    scf::IfOp::create(b, loc, exists, [&](OpBuilder &b, Location loc) {
+      body(b, loc);
+      scf::YieldOp::create(b, loc);
+    });
+  }
+
   /// This thread's runs of one operand tile, loaded from global memory into registers:
   /// one 16-byte load per run where it is whole, contiguous and aligned, else element
   /// by element with zeros outside the matrix.
@@ -448,14 +460,7 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
           LLVM::CallIntrinsicOp::create(b, loc, b.getStringAttr("llvm.nvvm.cp.async.cg.shared.global.16.s"),
                                         ValueRange{dst, src, size});
         };
-        if (Value exists = runExists(b, loc, plan, r)) {
-          scf::IfOp::create(b, loc, exists, [&](OpBuilder &b, Location loc) {
-            copy(b, loc);
-            scf::YieldOp::create(b, loc);
-          });
-        } else {
-          copy(b, loc);
-        }
+        whereRunExists(b, loc, plan, r, copy);
       }
     };
     if (plan.aligned16) {
@@ -503,14 +508,7 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
           LLVM::StoreOp::create(b, loc, sliceOf(b, loc, registers, r * plan.run + p, vec), ptr, vec * bytes);
         }
       };
-      if (Value exists = runExists(b, loc, plan, r)) {
-        scf::IfOp::create(b, loc, exists, [&](OpBuilder &b, Location loc) {
-          write(b, loc);
-          scf::YieldOp::create(b, loc);
-        });
-      } else {
-        write(b, loc);
-      }
+      whereRunExists(b, loc, plan, r, write);
     }
   }
 
@@ -533,14 +531,7 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
           LLVM::StoreOp::create(b, loc, values, ptr, plan.group * bytes);
         }
       };
-      if (Value exists = runExists(b, loc, plan, r)) {
-        scf::IfOp::create(b, loc, exists, [&](OpBuilder &b, Location loc) {
-          write(b, loc);
-          scf::YieldOp::create(b, loc);
-        });
-      } else {
-        write(b, loc);
-      }
+      whereRunExists(b, loc, plan, r, write);
     }
   }
 
