@@ -346,11 +346,14 @@ bool StoreLowering::storeRowRuns(StoreOp op, OpAdaptor adaptor, ConversionPatter
     return vector::ExtractOp::create(b, l, mask, ArrayRef<int64_t>{e});
   };
   // Proven at compile time (from the kernel's divisibility promises): every run starts
-  // aligned to its width, and the column bounds are multiples of the run, so a run's mask
-  // bits are all equal. Then each run is one masked vector store, with no fallback.
+  // aligned to its width (up to 16 bytes: wider runs are stored 16 bytes at a time), and
+  // the column bounds are multiples of the run, so a run's mask bits are all equal. Then
+  // each run is one masked vector store, with no fallback.
   const Divisibility &known = dist.divisibility;
-  bool proven = lanes->strides[1].getConstant() == 1 && known.of(lanes->basePtr) >= run * bytes &&
-                known.divides(lanes->offset, run) && known.divides(lanes->strides[0], run);
+  int64_t alignBytes = std::min<int64_t>(run * bytes, 16), alignElements = alignBytes / bytes;
+  bool proven = lanes->strides[1].getConstant() == 1 && known.of(lanes->basePtr) >= alignBytes &&
+                known.divides(lanes->offset, alignElements) &&
+                known.divides(lanes->strides[0], alignElements);
   if (proven && mask) {
     auto bounds = analyzeLaneBounds(op.getMask());
     proven = bounds && bounds->upper.size() == 2;
@@ -363,7 +366,7 @@ bool StoreLowering::storeRowRuns(StoreOp op, OpAdaptor adaptor, ConversionPatter
       Value slice = sliceOf(rewriter, loc, value, first, run);
       Value start = vector::ExtractOp::create(rewriter, loc, ptrs, ArrayRef<int64_t>{first});
       scf::IfOp::create(rewriter, loc, bit(rewriter, loc, first), [&](OpBuilder &b, Location l) {
-        LLVM::StoreOp::create(b, l, slice, start, run * bytes);
+        LLVM::StoreOp::create(b, l, slice, start, alignBytes);
         scf::YieldOp::create(b, l);
       });
     }
