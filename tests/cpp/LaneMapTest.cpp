@@ -1,0 +1,138 @@
+// The matrix instructions' lane maps, as data: for every arch, input type and shape, the
+// elements each lane holds of a, b and the accumulator must tile the instruction's
+// operands exactly (each element once, or once per half-wave where RDNA3's WMMA repeats
+// its inputs). A wrong entry here computes wrong results on hardware that CI never
+// sees, so it is checked by evaluating the maps lane by lane.
+#include "GpuLowering.h"
+
+#include "tile/Compiler/Compile.h"
+#include "tile/Target/GpuArch.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+using namespace mlir;
+using namespace mlir::tile::gpu_lowering;
+
+namespace {
+
+/// The value of an i32 built from constants by the arith ops the lane maps use.
+int64_t evaluate(Value v) {
+  Operation *op = v.getDefiningOp();
+  if (auto constant = dyn_cast<arith::ConstantOp>(op))
+    return cast<IntegerAttr>(constant.getValue()).getInt();
+  auto lhs = [&] { return evaluate(op->getOperand(0)); };
+  auto rhs = [&] { return evaluate(op->getOperand(1)); };
+  if (isa<arith::AddIOp>(op))
+    return lhs() + rhs();
+  if (isa<arith::SubIOp>(op))
+    return lhs() - rhs();
+  if (isa<arith::MulIOp>(op))
+    return lhs() * rhs();
+  if (isa<arith::DivUIOp, arith::DivSIOp>(op))
+    return lhs() / rhs();
+  if (isa<arith::RemUIOp, arith::RemSIOp>(op))
+    return lhs() % rhs();
+  if (isa<arith::AndIOp>(op))
+    return lhs() & rhs();
+  if (isa<arith::ShLIOp>(op))
+    return lhs() << rhs();
+  if (isa<arith::ShRUIOp>(op))
+    return lhs() >> rhs();
+  ADD_FAILURE() << "unexpected op in a lane map: " << op->getName().getStringRef().str();
+  return -1;
+}
+
+struct Case {
+  const char *arch;
+  const char *type;
+  int64_t nonKDim;
+};
+
+Type typeNamed(MLIRContext &context, const std::string &name) {
+  OpBuilder b(&context);
+  if (name == "f16")
+    return b.getF16Type();
+  if (name == "bf16")
+    return b.getBF16Type();
+  if (name == "f32")
+    return b.getF32Type();
+  return b.getI8Type();
+}
+
+class LaneMaps : public ::testing::TestWithParam<Case> {};
+
+TEST_P(LaneMaps, CoverEveryOperandAndAccumulatorElement) {
+  Case c = GetParam();
+  auto context = ::tile::createContext();
+  OpBuilder b(context.get());
+  Location loc = b.getUnknownLoc();
+  auto module = ModuleOp::create(loc);
+  b.setInsertionPointToEnd(module.getBody());
+  auto arch = *::tile::lookupGpuArch(c.arch);
+  AccumulatorTile tile = accumulatorTileFor(arch, c.nonKDim);
+  bool f32 = std::string(c.type) == "f32";
+  auto mi = matrixInstructionFor(tile, typeNamed(*context, c.type), arch, /*kpack=*/1,
+                                 /*allowTf32=*/f32 && !arch.amd);
+  ASSERT_TRUE(mi) << c.arch << " " << c.type;
+  int64_t lanes = arch.waveSize;
+  // RDNA3 WMMA: both half-waves hold the same a and b elements.
+  int64_t copies = tile.kind == AccumulatorTile::Kind::WmmaGfx11 ? 2 : 1;
+  // MFMA and gfx12 WMMA are fed swapped operands (they compute C^T): the instruction's
+  // a is this dot's b^T and the other way round, which the maps already account for.
+  std::map<std::pair<int64_t, int64_t>, int> a, bTile, acc;
+  for (int64_t lane = 0; lane < lanes; ++lane) {
+    Value l = i32Constant(b, loc, lane);
+    for (int64_t j = 0; j < mi->aPerLane; ++j) {
+      auto [row, k] = mi->a(b, loc, l, j);
+      ++a[std::make_pair(evaluate(row), evaluate(k))];
+    }
+    for (int64_t j = 0; j < mi->bPerLane; ++j) {
+      auto [k, col] = mi->b(b, loc, l, j);
+      ++bTile[std::make_pair(evaluate(k), evaluate(col))];
+    }
+    for (int64_t j = 0; j < tile.perLane; ++j) {
+      auto [row, col] = tile.coordinates(b, loc, l, j);
+      ++acc[std::make_pair(evaluate(row), evaluate(col))];
+    }
+  }
+  std::string where = std::string(c.arch) + " " + c.type;
+  auto covers = [&](const std::map<std::pair<int64_t, int64_t>, int> &seen, int64_t rows,
+                    int64_t cols, int times, const char *what) {
+    EXPECT_EQ(int64_t(seen.size()), rows * cols) << where << ": " << what << " elements held";
+    for (const auto &[at, count] : seen) {
+      EXPECT_TRUE(at.first >= 0 && at.first < rows && at.second >= 0 && at.second < cols)
+          << where << ": " << what << " (" << at.first << ", " << at.second << ") outside";
+      EXPECT_EQ(count, times) << where << ": " << what << " (" << at.first << ", " << at.second
+                              << ") held " << count << " times";
+    }
+  };
+  covers(a, tile.tileM, mi->tileK, copies, "a");
+  covers(bTile, mi->tileK, tile.tileN, copies, "b");
+  covers(acc, tile.tileM, tile.tileN, 1, "accumulator");
+  module->erase();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Archs, LaneMaps,
+    ::testing::Values(Case{"gfx90a", "f16", 16}, Case{"gfx90a", "f16", 32}, Case{"gfx90a", "bf16", 16},
+                      Case{"gfx90a", "f32", 16}, Case{"gfx90a", "f32", 32}, Case{"gfx90a", "i8", 16},
+                      Case{"gfx942", "f16", 16}, Case{"gfx942", "f16", 32}, Case{"gfx942", "bf16", 32},
+                      Case{"gfx942", "i8", 16}, Case{"gfx942", "i8", 32}, Case{"gfx942", "f32", 16},
+                      Case{"gfx950", "f16", 16}, Case{"gfx950", "bf16", 16}, Case{"gfx950", "i8", 16},
+                      Case{"gfx1100", "f16", 16}, Case{"gfx1100", "bf16", 16}, Case{"gfx1100", "i8", 16},
+                      Case{"gfx1201", "f16", 16}, Case{"gfx1201", "bf16", 16}, Case{"gfx1201", "i8", 16},
+                      Case{"sm_80", "f16", 16}, Case{"sm_90", "bf16", 16}, Case{"sm_90", "i8", 16},
+                      Case{"sm_90", "f32", 16}),
+    [](const ::testing::TestParamInfo<Case> &info) {
+      return std::string(info.param.arch) + "_" + info.param.type + "_" +
+             std::to_string(info.param.nonKDim);
+    });
+
+} // namespace
