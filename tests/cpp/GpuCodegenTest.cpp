@@ -14,6 +14,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 using namespace tile;
 using tile::testing::vectorAddSpec;
 
@@ -428,6 +430,37 @@ TEST(GpuCodegen, NvidiaDefaultMatmulPipelinesWithAsyncCopies) {
 
 namespace {
 
+/// The text of the AMDGCN loop with the most matrix instructions: from a label to the
+/// last branch back to it.
+std::string mainLoopOf(const std::string &isa) {
+  std::map<std::string, size_t> labels;
+  std::string best;
+  size_t bestCount = 0;
+  size_t at = 0;
+  while (at < isa.size()) {
+    size_t end = isa.find('\n', at);
+    if (end == std::string::npos)
+      end = isa.size();
+    std::string line = isa.substr(at, end - at);
+    if (line.rfind(".LBB", 0) == 0 && line.back() == ':')
+      labels[line.substr(0, line.size() - 1)] = at;
+    size_t branch = line.find("s_cbranch");
+    if (branch == std::string::npos)
+      branch = line.find("s_branch");
+    if (branch != std::string::npos) {
+      std::string target = line.substr(line.rfind(' ') + 1);
+      if (auto label = labels.find(target); label != labels.end()) {
+        std::string body = isa.substr(label->second, end - label->second);
+        size_t count = countOf(body, "v_mfma") + countOf(body, "v_wmma");
+        if (count > bestCount)
+          best = body, bestCount = count;
+      }
+    }
+    at = end + 1;
+  }
+  return best;
+}
+
 TEST(GpuCodegen, AmdDefaultMatmulReadsFragmentsAndGlobalMemoryWide) {
   // Row-major a and b, as torch allocates them: b is n-contiguous, so its copy into LDS
   // transposes it in registers and every fragment is read along k with 64- or 128-bit
@@ -455,6 +488,14 @@ TEST(GpuCodegen, AmdDefaultMatmulReadsFragmentsAndGlobalMemoryWide) {
                                  "global_load_dwordx2", "global_load_b32", "global_load_b64"})
         EXPECT_EQ(countOf(isa, narrow), 0u) << where << ": " << narrow;
       EXPECT_EQ(binary.resources.scratchBytes, 0) << where;
+      // In the K loop, the global loads of the next tile are issued before this tile's
+      // matrix instructions (Triton's stream pipeliner order).
+      std::string loop = mainLoopOf(isa);
+      ASSERT_FALSE(loop.empty()) << where;
+      size_t load = loop.find("global_load");
+      size_t multiply = std::min(loop.find("v_mfma"), loop.find("v_wmma"));
+      ASSERT_NE(multiply, std::string::npos) << where;
+      EXPECT_LT(load, multiply) << where << ": the next tile's loads before this tile's MFMAs";
     }
 }
 

@@ -304,6 +304,27 @@ Value concat(OpBuilder &b, Location loc, ArrayRef<Value> parts) {
   return all;
 }
 
+/// A thread's runs of an operand tile in registers, and per run the bit that keeps it
+/// (null: already final); zeroed() applies them.
+struct LoadedRuns {
+  Value data;
+  SmallVector<Value> keep;
+  int64_t run = 1;
+  Value zeroed(OpBuilder &b, Location loc) const {
+    if (llvm::all_of(keep, [](Value bit) { return !bit; }))
+      return data;
+    Type element = cast<VectorType>(data.getType()).getElementType();
+    auto runType = VectorType::get({run}, element);
+    Value zeros = arith::ConstantOp::create(b, loc, runType, b.getZeroAttr(runType));
+    SmallVector<Value> runs;
+    for (size_t r = 0; r < keep.size(); ++r) {
+      Value part = sliceOf(b, loc, data, int64_t(r) * run, run);
+      runs.push_back(keep[r] ? Value(arith::SelectOp::create(b, loc, keep[r], part, zeros)) : part);
+    }
+    return concat(b, loc, runs);
+  }
+};
+
 struct DotOnGpu : OpConversionPattern<DotOp> {
   DotOnGpu(const TypeConverter &converter, MLIRContext *ctx, const Distribution &dist)
       : OpConversionPattern(converter, ctx), dist(dist) {}
@@ -351,13 +372,15 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
 
   /// This thread's runs of one operand tile, loaded from global memory into registers:
   /// one 16-byte load per run where it is whole, contiguous and aligned, else element
-  /// by element with zeros outside the matrix.
-  Value loadRuns(OpBuilder &b, Location loc, const OperandPlan &plan, const OperandView &view,
-                 Type element, Value inRange) const {
+  /// by element with zeros outside the matrix. Runs that a masked 16-byte load read are
+  /// zeroed where their `keep` bit is false: at once, or, with `deferZeros`, by zeroed()
+  /// where the registers are used, so that using the loads does not wait for them here.
+  LoadedRuns loadRuns(OpBuilder &b, Location loc, const OperandPlan &plan, const OperandView &view,
+                      Type element, Value inRange, bool deferZeros = false) const {
     int64_t bytes = elementBytes(element);
     auto runType = VectorType::get({plan.run}, element);
     Type i64 = b.getI64Type();
-    SmallVector<Value> loaded;
+    SmallVector<Value> loaded, keep;
     for (int64_t r = 0; r < plan.runsPerThread; ++r) {
       auto [outer32, inner32] = runPosition(b, loc, plan, r);
       Value outer = arith::ExtUIOp::create(b, loc, i64, outer32);
@@ -385,8 +408,14 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
         // positive multiple of the run whenever the loop runs) and keeping zeros.
         Value ptr = arith::SelectOp::create(b, loc, whole, src, view.matrix);
         Value data = LLVM::LoadOp::create(b, loc, runType, ptr, plan.run * bytes);
+        if (deferZeros) {
+          loaded.push_back(data);
+          keep.push_back(whole);
+          continue;
+        }
         Value zeros = arith::ConstantOp::create(b, loc, runType, b.getZeroAttr(runType));
         loaded.push_back(arith::SelectOp::create(b, loc, whole, data, zeros));
+        keep.push_back(Value());
         continue;
       }
       if (!plan.aligned16)
@@ -414,8 +443,9 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
             scf::YieldOp::create(b, loc, values);
           });
       loaded.push_back(data.getResult(0));
+      keep.push_back(Value());
     }
-    return concat(b, loc, loaded);
+    return {concat(b, loc, loaded), std::move(keep), plan.run};
   }
 
   /// Copies this thread's runs of one operand tile into stage `slot` of its shared
@@ -482,7 +512,8 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
       copies(b, loc);
       scf::YieldOp::create(b, loc);
     }, [&](OpBuilder &b, Location loc) {
-      storeRuns(b, loc, plan, loadRuns(b, loc, plan, view, element, Value()), buffer, slot, element);
+      storeRuns(b, loc, plan, loadRuns(b, loc, plan, view, element, Value()).zeroed(b, loc), buffer,
+                slot, element);
       scf::YieldOp::create(b, loc);
     });
   }
@@ -708,9 +739,9 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
   };
   // This thread's runs of the a and b tiles where `shift` maps the scalars, in registers.
   auto loadTiles = [&](OpBuilder &builder, Location loc, const DenseMap<Value, Value> *shift,
-                       Value inRange) {
-    Value ra = loadRuns(builder, loc, pa, viewOf(*a, pa, shift), input, inRange);
-    Value rb = loadRuns(builder, loc, pb, viewOf(*b, pb, shift), input, inRange);
+                       Value inRange, bool deferZeros = false) {
+    LoadedRuns ra = loadRuns(builder, loc, pa, viewOf(*a, pa, shift), input, inRange, deferZeros);
+    LoadedRuns rb = loadRuns(builder, loc, pb, viewOf(*b, pb, shift), input, inRange, deferZeros);
     return std::pair{ra, rb};
   };
   auto compute = [&](Value slot) {
@@ -726,8 +757,8 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
     auto [ra, rb] = loadTiles(rewriter, loc, nullptr, Value());
     // The previous K step may still read the buffers.
     gpu::BarrierOp::create(rewriter, loc);
-    storeRuns(rewriter, loc, pa, ra, bufA, zero, input);
-    storeRuns(rewriter, loc, pb, rb, bufB, zero, input);
+    storeRuns(rewriter, loc, pa, ra.zeroed(rewriter, loc), bufA, zero, input);
+    storeRuns(rewriter, loc, pb, rb.zeroed(rewriter, loc), bufB, zero, input);
     gpu::BarrierOp::create(rewriter, loc);
     rewriter.replaceOp(op, compute(zero));
     return success();
@@ -756,8 +787,8 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
     Value slot = i32Constant(rewriter, loc, d % buffers);
     auto [ra, rb] = loadTiles(rewriter, loc, &plan->prologue[d],
                               rewriter.getRemappedValue(plan->prologueInRange[d]));
-    storeRuns(rewriter, loc, pa, ra, bufA, slot, input);
-    storeRuns(rewriter, loc, pb, rb, bufB, slot, input);
+    storeRuns(rewriter, loc, pa, ra.zeroed(rewriter, loc), bufA, slot, input);
+    storeRuns(rewriter, loc, pb, rb.zeroed(rewriter, loc), bufB, slot, input);
   }
   gpu::BarrierOp::create(rewriter, loc);
   rewriter.setInsertionPoint(op);
@@ -766,12 +797,23 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
   // it. With one buffer, a second barrier keeps the next iteration's reads after the
   // writes; with more, the next iteration reads a buffer written one barrier earlier.
   int64_t ahead = stages - 1;
-  auto [ra, rb] = loadTiles(rewriter, loc, &plan->shifted[ahead], plan->inRange[ahead]);
+  auto [ra, rb] = loadTiles(rewriter, loc, &plan->shifted[ahead], plan->inRange[ahead],
+                            /*deferZeros=*/true);
+  // Keep the loads before the matrix instructions and their first use after them:
+  // AMDGPU's scheduler otherwise moves the loads down to where their registers are used,
+  // or the use (the masking select) up to the loads, and waits for the loads at once, so
+  // no load overlaps the matrix work. A scheduling barrier with mask 0 lets nothing cross.
+  auto schedulingBarrier = [&] {
+    LLVM::CallIntrinsicOp::create(rewriter, loc, rewriter.getStringAttr("llvm.amdgcn.sched.barrier"),
+                                  ValueRange{i32Constant(rewriter, loc, 0)});
+  };
+  schedulingBarrier();
   Value slot = plan->slot[ahead];
   Value result = compute(plan->slot[0]);
+  schedulingBarrier();
   gpu::BarrierOp::create(rewriter, loc);
-  storeRuns(rewriter, loc, pa, ra, bufA, slot, input);
-  storeRuns(rewriter, loc, pb, rb, bufB, slot, input);
+  storeRuns(rewriter, loc, pa, ra.zeroed(rewriter, loc), bufA, slot, input);
+  storeRuns(rewriter, loc, pb, rb.zeroed(rewriter, loc), bufB, slot, input);
   if (buffers == 1)
     gpu::BarrierOp::create(rewriter, loc);
   rewriter.replaceOp(op, result);
