@@ -803,9 +803,17 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
   // AMDGPU's scheduler otherwise moves the loads down to where their registers are used,
   // or the use (the masking select) up to the loads, and waits for the loads at once, so
   // no load overlaps the matrix work. A scheduling barrier with mask 0 lets nothing cross.
+  // Holding the loaded tile across the matrix work costs its registers, so this is done
+  // where the accumulator and the tile take at most 5/8 of a wave's VGPRs: beyond that
+  // (RDNA's wave32 at 128x128x64 tiles) the barriers turn into scratch.
+  int64_t accumulatorRegisters = layout.perThread();
+  int64_t tileRegisters = (pa.runsPerThread * pa.run + pb.runsPerThread * pb.run) * bytes / 4;
+  bool keepOrder = dist.arch.amd &&
+                   accumulatorRegisters + tileRegisters <= int64_t(dist.arch.maxVgprsPerWave) * 5 / 8;
   auto schedulingBarrier = [&] {
-    LLVM::CallIntrinsicOp::create(rewriter, loc, rewriter.getStringAttr("llvm.amdgcn.sched.barrier"),
-                                  ValueRange{i32Constant(rewriter, loc, 0)});
+    if (keepOrder)
+      LLVM::CallIntrinsicOp::create(rewriter, loc, rewriter.getStringAttr("llvm.amdgcn.sched.barrier"),
+                                    ValueRange{i32Constant(rewriter, loc, 0)});
   };
   schedulingBarrier();
   Value slot = plan->slot[ahead];
