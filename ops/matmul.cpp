@@ -164,9 +164,8 @@ OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) 
   // shared memory and picks its wide accesses by it.
   int64_t unitStrides = spec.config.count("unit_strides") ? spec.knob("unit_strides") : 0;
   MatmulBuilder mb(b, loc, index);
-  auto stride = [&](unsigned i) {
-    return (unitStrides >> (i - 6)) & 1 ? mb.constant(1) : arg(i);
-  };
+  auto isUnit = [&](unsigned i) { return ((unitStrides >> (i - 6)) & 1) != 0; };
+  auto stride = [&](unsigned i) { return isUnit(i) ? mb.constant(1) : arg(i); };
   // Tensors the caller guarantees to be 16-byte aligned, in their data and their strides
   // (bit i of `divisibility_16` for a, b, c), and sizes it guarantees to be multiples of
   // 16 (bits 3, 4, 5 for M, N, K) have their arguments marked with the divisors the GPU
@@ -182,7 +181,7 @@ OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) 
     func.setArgAttr(pointerArg, mlir::tile::kDivisibilityAttrName, b.getI64IntegerAttr(16));
     int64_t elements = std::max<int64_t>(1, 16 / ((element.getIntOrFloatBitWidth() + 7) / 8));
     for (unsigned i = firstStride; i < firstStride + 2; ++i)
-      if (!((unitStrides >> (i - 6)) & 1))
+      if (!isUnit(i))
         func.setArgAttr(i, mlir::tile::kDivisibilityAttrName, b.getI64IntegerAttr(elements));
   }
   Value strideAm = stride(6), strideAk = stride(7), strideBk = stride(8), strideBn = stride(9);

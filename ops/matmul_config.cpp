@@ -83,10 +83,7 @@ std::map<std::string, int64_t> withStagesThatFit(std::map<std::string, int64_t> 
   int64_t tile = (config.at("BLOCK_M") + config.at("BLOCK_N")) * config.at("BLOCK_K") *
                  bytesOf(inputDtype);
   int64_t &stages = config.at("num_stages");
-  // The ring holds every stage with asynchronous copies, all but the one in registers
-  // without (as the GPU lowering counts its buffers).
-  auto buffers = [&](int64_t s) { return s < 2 ? 1 : arch->asyncCopy ? s : s - 1; };
-  while (stages > 1 && buffers(stages) * tile > int64_t(arch->ldsBytes))
+  while (stages > 1 && pipelineBuffers(*arch, stages) * tile > int64_t(arch->ldsBytes))
     --stages;
   return config;
 }

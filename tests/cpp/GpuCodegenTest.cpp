@@ -380,13 +380,6 @@ std::map<std::string, int64_t> rowMajorAligned(std::map<std::string, int64_t> co
   return config;
 }
 
-size_t countOf(const std::string &text, const std::string &what) {
-  size_t count = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
-    ++count;
-  return count;
-}
-
 TEST(GpuCodegen, NvidiaDefaultMatmulPipelinesWithAsyncCopies) {
   // The default pipeline copies tiles with cp.async into a ring of shared buffers. With
   // the alignment proven by the spec, no element-wise global load is left, B (n-major)
@@ -407,10 +400,10 @@ TEST(GpuCodegen, NvidiaDefaultMatmulPipelinesWithAsyncCopies) {
       Binary binary = compile(*module, target, options);
       const std::string &ptx = stage(binary, "asm");
       std::string where = std::string(arch) + " " + dtype;
-      EXPECT_GT(countOf(ptx, "cp.async.cg.shared.global"), 0u) << where;
-      EXPECT_EQ(countOf(ptx, "ld.global.b16") + countOf(ptx, "ld.global.u16") +
-                    countOf(ptx, "ld.global.b8") + countOf(ptx, "ld.global.u8"),
-                0u)
+      EXPECT_GT(occurrences(ptx, "cp.async.cg.shared.global"), 0) << where;
+      EXPECT_EQ(occurrences(ptx, "ld.global.b16") + occurrences(ptx, "ld.global.u16") +
+                    occurrences(ptx, "ld.global.b8") + occurrences(ptx, "ld.global.u8"),
+                0)
           << where << ": element-wise loads of an aligned operand";
       if (!int8 && std::string(dtype) != "f32")
         EXPECT_NE(ptx.find("ldmatrix.sync.aligned.m8n8.x4.trans"), std::string::npos) << where;
@@ -435,7 +428,7 @@ namespace {
 std::string mainLoopOf(const std::string &isa) {
   std::map<std::string, size_t> labels;
   std::string best;
-  size_t bestCount = 0;
+  int bestCount = 0;
   size_t at = 0;
   while (at < isa.size()) {
     size_t end = isa.find('\n', at);
@@ -451,7 +444,7 @@ std::string mainLoopOf(const std::string &isa) {
       std::string target = line.substr(line.rfind(' ') + 1);
       if (auto label = labels.find(target); label != labels.end()) {
         std::string body = isa.substr(label->second, end - label->second);
-        size_t count = countOf(body, "v_mfma") + countOf(body, "v_wmma");
+        int count = occurrences(body, "v_mfma") + occurrences(body, "v_wmma");
         if (count > bestCount)
           best = body, bestCount = count;
       }
@@ -483,10 +476,10 @@ TEST(GpuCodegen, AmdDefaultMatmulReadsFragmentsAndGlobalMemoryWide) {
       std::string where = std::string(arch) + " " + dtype;
       for (const char *narrow : {"ds_read_u16", "ds_read_u8", "ds_read_i8", "ds_load_u16",
                                  "ds_load_u8", "ds_load_i8", "ds_read_b32", "ds_load_b32"})
-        EXPECT_EQ(countOf(isa, narrow), 0u) << where << ": " << narrow;
+        EXPECT_EQ(occurrences(isa, narrow), 0) << where << ": " << narrow;
       for (const char *narrow : {"global_load_ushort", "global_load_u16", "global_load_dword ",
                                  "global_load_dwordx2", "global_load_b32", "global_load_b64"})
-        EXPECT_EQ(countOf(isa, narrow), 0u) << where << ": " << narrow;
+        EXPECT_EQ(occurrences(isa, narrow), 0) << where << ": " << narrow;
       EXPECT_EQ(binary.resources.scratchBytes, 0) << where;
       // In the K loop, the global loads of the next tile are issued before this tile's
       // matrix instructions (Triton's stream pipeliner order).
@@ -518,15 +511,15 @@ TEST(GpuCodegen, NvidiaFloat32FollowsTheTf32Setting) {
       Binary binary = compile(*module, target, options);
       const std::string &ptx = stage(binary, "asm");
       std::string where = std::string(arch) + (tf32 ? " tf32" : " ieee");
-      size_t mma = countOf(ptx, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32");
-      size_t rounding = countOf(ptx, "cvt.rna.tf32.f32");
+      int mma = occurrences(ptx, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32");
+      int rounding = occurrences(ptx, "cvt.rna.tf32.f32");
       if (tf32) {
         // 128 x 128 x 16 over 8 warps (64 x 32 each): 4 x 4 tiles of m16n8, 2 k steps.
-        EXPECT_EQ(mma, 32u) << where;
-        EXPECT_GT(rounding, 0u) << where;
+        EXPECT_EQ(mma, 32) << where;
+        EXPECT_GT(rounding, 0) << where;
       } else {
-        EXPECT_EQ(mma, 0u) << where;
-        EXPECT_EQ(rounding, 0u) << where;
+        EXPECT_EQ(mma, 0) << where;
+        EXPECT_EQ(rounding, 0) << where;
         EXPECT_NE(ptx.find("fma.rn.f32"), std::string::npos) << where;
       }
     }

@@ -5,6 +5,7 @@
 // sees, so it is checked by evaluating the maps lane by lane.
 #include "GpuLowering.h"
 
+#include "ops/KernelBuilders.h"
 #include "tile/Compiler/Compile.h"
 #include "tile/Target/GpuArch.h"
 
@@ -55,17 +56,6 @@ struct Case {
   int64_t nonKDim;
 };
 
-Type typeNamed(MLIRContext &context, const std::string &name) {
-  OpBuilder b(&context);
-  if (name == "f16")
-    return b.getF16Type();
-  if (name == "bf16")
-    return b.getBF16Type();
-  if (name == "f32")
-    return b.getF32Type();
-  return b.getI8Type();
-}
-
 class LaneMaps : public ::testing::TestWithParam<Case> {};
 
 TEST_P(LaneMaps, CoverEveryOperandAndAccumulatorElement) {
@@ -78,7 +68,7 @@ TEST_P(LaneMaps, CoverEveryOperandAndAccumulatorElement) {
   auto arch = *::tile::lookupGpuArch(c.arch);
   AccumulatorTile tile = accumulatorTileFor(arch, c.nonKDim);
   bool f32 = std::string(c.type) == "f32";
-  auto mi = matrixInstructionFor(tile, typeNamed(*context, c.type), arch, /*kpack=*/1,
+  auto mi = matrixInstructionFor(tile, ::tile::ops::elementTypeOf(*context, c.type), arch, /*kpack=*/1,
                                  /*allowTf32=*/f32 && !arch.amd);
   ASSERT_TRUE(mi) << c.arch << " " << c.type;
   int64_t lanes = arch.waveSize;

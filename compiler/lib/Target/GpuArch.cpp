@@ -62,6 +62,12 @@ const std::vector<GpuArch> &supportedGpuArchs() {
   return archs;
 }
 
+int64_t pipelineBuffers(const GpuArch &arch, int64_t numStages) {
+  if (numStages < 2)
+    return 1;
+  return arch.asyncCopy ? numStages : numStages - 1;
+}
+
 std::optional<GpuArch> lookupGpuArch(llvm::StringRef name) {
   for (const auto &arch : supportedGpuArchs())
     if (arch.name == name)

@@ -41,6 +41,12 @@ struct GpuArch {
 std::optional<GpuArch> lookupGpuArch(llvm::StringRef name);
 const std::vector<GpuArch> &supportedGpuArchs();
 
+/// Shared-memory buffers per operand of a K loop pipelined over `numStages`: with
+/// asynchronous copies every stage is a buffer (Triton's NVIDIA pipeliner); without, one
+/// stage waits in registers (Triton's AMD stream pipeliner), so num_stages 2 is one
+/// buffer. The lowering allocates this many; config defaults size num_stages by it.
+int64_t pipelineBuffers(const GpuArch &arch, int64_t numStages);
+
 /// Waves per SIMD that fit by registers (the formula of the AMD Triton optimization
 /// guide: VGPRs per SIMD divided by the granule-rounded VGPR+AGPR count, capped by the
 /// wave slots), or by LDS when `ldsBytes` > 0 and `wavesPerGroup` waves share it.

@@ -55,12 +55,6 @@ Value aheadOf(OpBuilder &b, scf::ForOp loop, Value value, IRMapping &mapping) {
 
 } // namespace
 
-int64_t mlir::tile::gpu_lowering::pipelineBuffers(const ::tile::GpuArch &arch, int64_t numStages) {
-  if (numStages < 2)
-    return 1;
-  return arch.asyncCopy ? numStages : numStages - 1;
-}
-
 PipelinePlans mlir::tile::gpu_lowering::planPipelines(Operation *kernel, int64_t numStages,
                                                      int64_t ringSize) {
   PipelinePlans plans;
@@ -358,6 +352,14 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, group, i32Constant(b, loc, groups));
   }
 
+  /// The global address of (outer, inner) (i64) of an operand's tile.
+  Value globalPtr(OpBuilder &b, Location loc, const OperandView &view, Type element, Value outer,
+                  Value inner) const {
+    return elementPtr(b, loc, view.base, element,
+                      arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, outer, view.outerStride),
+                                            arith::MulIOp::create(b, loc, inner, view.innerStride)));
+  }
+
   /// `body` for run r, under a guard where the run may not exist.
   void whereRunExists(OpBuilder &b, Location loc, const OperandPlan &plan, int64_t r,
                       function_ref<void(OpBuilder &, Location)> body) const {
@@ -373,10 +375,10 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
   /// This thread's runs of one operand tile, loaded from global memory into registers:
   /// one 16-byte load per run where it is whole, contiguous and aligned, else element
   /// by element with zeros outside the matrix. Runs that a masked 16-byte load read are
-  /// zeroed where their `keep` bit is false: at once, or, with `deferZeros`, by zeroed()
-  /// where the registers are used, so that using the loads does not wait for them here.
+  /// zeroed where their `keep` bit is false by LoadedRuns::zeroed(), where the registers
+  /// are used, so that nothing waits for the loads here.
   LoadedRuns loadRuns(OpBuilder &b, Location loc, const OperandPlan &plan, const OperandView &view,
-                      Type element, Value inRange, bool deferZeros = false) const {
+                      Type element, Value inRange) const {
     int64_t bytes = elementBytes(element);
     auto runType = VectorType::get({plan.run}, element);
     Type i64 = b.getI64Type();
@@ -390,13 +392,7 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
         outerOn = arith::AndIOp::create(b, loc, outerOn, exists);
       if (inRange)
         outerOn = arith::AndIOp::create(b, loc, outerOn, inRange);
-      auto globalPtr = [&](OpBuilder &b, Location loc, Value innerIndex) {
-        return elementPtr(
-            b, loc, view.base, element,
-            arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, outer, view.outerStride),
-                                  arith::MulIOp::create(b, loc, innerIndex, view.innerStride)));
-      };
-      Value src = globalPtr(b, loc, inner);
+      Value src = globalPtr(b, loc, view, element, outer, inner);
       Value runEnd = arith::AddIOp::create(b, loc, inner, c64(b, loc, plan.run));
       Value whole = arith::AndIOp::create(
           b, loc, outerOn, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, runEnd, view.validInner));
@@ -407,15 +403,8 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
         // runs outside reading the operand's first run (readable: the inner extent is a
         // positive multiple of the run whenever the loop runs) and keeping zeros.
         Value ptr = arith::SelectOp::create(b, loc, whole, src, view.matrix);
-        Value data = LLVM::LoadOp::create(b, loc, runType, ptr, plan.run * bytes);
-        if (deferZeros) {
-          loaded.push_back(data);
-          keep.push_back(whole);
-          continue;
-        }
-        Value zeros = arith::ConstantOp::create(b, loc, runType, b.getZeroAttr(runType));
-        loaded.push_back(arith::SelectOp::create(b, loc, whole, data, zeros));
-        keep.push_back(Value());
+        loaded.push_back(LLVM::LoadOp::create(b, loc, runType, ptr, plan.run * bytes));
+        keep.push_back(whole);
         continue;
       }
       if (!plan.aligned16)
@@ -435,7 +424,7 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
               Value at = arith::AddIOp::create(b, loc, inner, c64(b, loc, j));
               Value on = arith::AndIOp::create(
                   b, loc, outerOn, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, at, view.validInner));
-              Value ptr = globalPtr(b, loc, at);
+              Value ptr = globalPtr(b, loc, view, element, outer, at);
               ptr = arith::SelectOp::create(b, loc, on, ptr, view.matrix);
               Value one = arith::SelectOp::create(b, loc, on, LLVM::LoadOp::create(b, loc, element, ptr, bytes), zero);
               values = vector::InsertOp::create(b, loc, one, values, ArrayRef<int64_t>{j});
@@ -478,12 +467,10 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
                                                c64(b, loc, plan.run)),
                         c64(b, loc, 0)));
           Value count = arith::SelectOp::create(b, loc, outerOn, left, c64(b, loc, 0));
-          Value offset = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, outer, view.outerStride),
-                                               arith::MulIOp::create(b, loc, inner, view.innerStride));
           // A copy of no bytes reads nothing; its address is still one inside the matrix.
           Value src = arith::SelectOp::create(
               b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, count, c64(b, loc, 0)),
-              elementPtr(b, loc, view.base, element, offset), view.matrix);
+              globalPtr(b, loc, view, element, outer, inner), view.matrix);
           Value dst = sharedPtr(b, loc, plan.shared, buffer, slotBase, element, outer32, inner32);
           Value size = arith::TruncIOp::create(
               b, loc, b.getI32Type(), arith::MulIOp::create(b, loc, count, c64(b, loc, bytes)));
@@ -612,12 +599,6 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
 
   LogicalResult matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override;
 
-  /// The K loop over a ring of `numStages` buffers filled by asynchronous copies, as
-  /// Triton's NVIDIA pipeliner orders it: the prologue (before the loop) issues tiles
-  /// 0 .. S - 2, one commit group each; every iteration waits for its own tile's group,
-  /// meets the other warps at a barrier (after which tile k is visible to all and the
-  /// buffer of tile k - 1 is free), issues tile k + S - 1 into that buffer and
-  /// multiplies tile k.
   /// Copies (issued by `copies`) when `inRange`, then a commit group either way: tiles
   /// past the loop's end copy nothing but still commit, so that the count of groups in
   /// flight stays S - 1.
@@ -630,6 +611,12 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
     LLVM::CallIntrinsicOp::create(b, loc, b.getStringAttr("llvm.nvvm.cp.async.commit.group"), ValueRange{});
   }
 
+  /// The K loop over a ring of `numStages` buffers filled by asynchronous copies, as
+  /// Triton's NVIDIA pipeliner orders it: the prologue (before the loop) issues tiles
+  /// 0 .. S - 2, one commit group each; every iteration waits for its own tile's group,
+  /// meets the other warps at a barrier (after which tile k is visible to all and the
+  /// buffer of tile k - 1 is free), issues tile k + S - 1 into that buffer and
+  /// multiplies tile k.
   LogicalResult pipelineAsync(ConversionPatternRewriter &rewriter, DotOp op, const PipelinedLoop &plan,
                               function_ref<Value(Value slot)> compute,
                               function_ref<void(OpBuilder &, Location, int64_t distance)> copyTiles) const {
@@ -696,7 +683,7 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
     if (auto it = dist.pipelines->find(op); it != dist.pipelines->end())
       plan = &it->second;
   int64_t stages = plan ? dist.numStages : 1;
-  int64_t buffers = pipelineBuffers(dist.arch, stages);
+  int64_t buffers = ::tile::pipelineBuffers(dist.arch, stages);
   // Asynchronous copies move whole 16-byte runs into whole swizzle units.
   bool async = stages > 1 && dist.arch.asyncCopy;
   for (const OperandPlan *p : {&pa, &pb})
@@ -739,9 +726,9 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
   };
   // This thread's runs of the a and b tiles where `shift` maps the scalars, in registers.
   auto loadTiles = [&](OpBuilder &builder, Location loc, const DenseMap<Value, Value> *shift,
-                       Value inRange, bool deferZeros = false) {
-    LoadedRuns ra = loadRuns(builder, loc, pa, viewOf(*a, pa, shift), input, inRange, deferZeros);
-    LoadedRuns rb = loadRuns(builder, loc, pb, viewOf(*b, pb, shift), input, inRange, deferZeros);
+                       Value inRange) {
+    LoadedRuns ra = loadRuns(builder, loc, pa, viewOf(*a, pa, shift), input, inRange);
+    LoadedRuns rb = loadRuns(builder, loc, pb, viewOf(*b, pb, shift), input, inRange);
     return std::pair{ra, rb};
   };
   auto compute = [&](Value slot) {
@@ -797,8 +784,7 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
   // it. With one buffer, a second barrier keeps the next iteration's reads after the
   // writes; with more, the next iteration reads a buffer written one barrier earlier.
   int64_t ahead = stages - 1;
-  auto [ra, rb] = loadTiles(rewriter, loc, &plan->shifted[ahead], plan->inRange[ahead],
-                            /*deferZeros=*/true);
+  auto [ra, rb] = loadTiles(rewriter, loc, &plan->shifted[ahead], plan->inRange[ahead]);
   // Keep the loads before the matrix instructions and their first use after them:
   // AMDGPU's scheduler otherwise moves the loads down to where their registers are used,
   // or the use (the masking select) up to the loads, and waits for the loads at once, so

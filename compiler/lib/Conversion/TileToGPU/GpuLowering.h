@@ -91,11 +91,6 @@ using PipelinePlans = DenseMap<Operation *, PipelinedLoop>;
 /// when numStages < 2), its tiles going round a ring of `ringSize` shared buffers.
 PipelinePlans planPipelines(Operation *kernel, int64_t numStages, int64_t ringSize);
 
-/// Shared buffers per operand of a dot pipelined over `numStages`: with asynchronous
-/// copies every stage is a buffer (Triton's NVIDIA pipeliner); without, one stage waits
-/// in registers (Triton's AMD stream pipeliner), so num_stages 2 is one buffer.
-int64_t pipelineBuffers(const ::tile::GpuArch &arch, int64_t numStages);
-
 /// What every pattern needs: the thread id, the arch and the layout rules of this kernel.
 struct Distribution {
   ::tile::GpuArch arch;

@@ -361,20 +361,16 @@ bool StoreLowering::storeRowRuns(StoreOp op, OpAdaptor adaptor, ConversionPatter
       for (const ScalarPoly &bound : bounds->upper[1])
         proven = proven && known.divides(bound, run);
   }
-  if (proven) {
-    for (int64_t first = 0; first < layout.perThread(); first += run) {
-      Value slice = sliceOf(rewriter, loc, value, first, run);
-      Value start = vector::ExtractOp::create(rewriter, loc, ptrs, ArrayRef<int64_t>{first});
+  for (int64_t first = 0; first < layout.perThread(); first += run) {
+    Value slice = sliceOf(rewriter, loc, value, first, run);
+    Value start = vector::ExtractOp::create(rewriter, loc, ptrs, ArrayRef<int64_t>{first});
+    if (proven) {
       scf::IfOp::create(rewriter, loc, bit(rewriter, loc, first), [&](OpBuilder &b, Location l) {
         LLVM::StoreOp::create(b, l, slice, start, alignBytes);
         scf::YieldOp::create(b, l);
       });
+      continue;
     }
-    return true;
-  }
-  for (int64_t first = 0; first < layout.perThread(); first += run) {
-    Value slice = sliceOf(rewriter, loc, value, first, run);
-    Value start = vector::ExtractOp::create(rewriter, loc, ptrs, ArrayRef<int64_t>{first});
     Value whole = isAligned(rewriter, loc, start, run * bytes);
     for (int64_t e = first; e < first + run; ++e)
       if (mask)
@@ -464,6 +460,13 @@ struct ConvertTileToGPUPass : mlir::tile::impl::ConvertTileToGPUBase<ConvertTile
       module.emitError("matrix_instr_nonkdim must be 16 or 32, got ") << matrixInstrNonKDim;
       return signalPassFailure();
     }
+    // Only MFMA has a second shape; elsewhere 32 would be hashed and ignored.
+    if (arch->matrixUnit != ::tile::MatrixUnit::Mfma && matrixInstrNonKDim != 16) {
+      module.emitError("matrix_instr_nonkdim=")
+          << matrixInstrNonKDim << " picks an MFMA shape; " << arch->name
+          << "'s matrix instructions are 16 wide: use matrix_instr_nonkdim=16";
+      return signalPassFailure();
+    }
     SmallVector<func::FuncOp> kernels;
     for (auto func : module.getOps<func::FuncOp>())
       if (func->hasAttr(kKernelAttrName) && !func.isExternal())
@@ -503,7 +506,7 @@ struct ConvertTileToGPUPass : mlir::tile::impl::ConvertTileToGPUBase<ConvertTile
       builder.setInsertionPointToStart(&func.getBody().front());
       Value tid = gpu::ThreadIdOp::create(builder, func.getLoc(), gpu::Dimension::x);
       dist.threadId = arith::IndexCastUIOp::create(builder, func.getLoc(), builder.getI32Type(), tid);
-      PipelinePlans pipelines = planPipelines(func, numStages, pipelineBuffers(*arch, numStages));
+      PipelinePlans pipelines = planPipelines(func, numStages, ::tile::pipelineBuffers(*arch, numStages));
       dist.pipelines = &pipelines;
 
       GpuTypeConverter converter(ctx, dist);
