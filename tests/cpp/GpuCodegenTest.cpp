@@ -423,8 +423,8 @@ TEST(GpuCodegen, NvidiaDefaultMatmulPipelinesWithAsyncCopies) {
 
 namespace {
 
-/// The text of the AMDGCN loop with the most matrix instructions: from a label to the
-/// last branch back to it.
+/// The text of the loop with the most matrix instructions (AMDGCN or PTX): from a label
+/// to the last branch back to it.
 std::string mainLoopOf(const std::string &isa) {
   std::map<std::string, size_t> labels;
   std::string best;
@@ -435,16 +435,20 @@ std::string mainLoopOf(const std::string &isa) {
     if (end == std::string::npos)
       end = isa.size();
     std::string line = isa.substr(at, end - at);
-    if (line.rfind(".LBB", 0) == 0 && line.back() == ':')
+    if ((line.rfind(".LBB", 0) == 0 || line.rfind("$L__BB", 0) == 0) && line.back() == ':')
       labels[line.substr(0, line.size() - 1)] = at;
     size_t branch = line.find("s_cbranch");
     if (branch == std::string::npos)
       branch = line.find("s_branch");
+    if (branch == std::string::npos)
+      branch = line.find("bra");
     if (branch != std::string::npos) {
-      std::string target = line.substr(line.rfind(' ') + 1);
+      std::string target = line.substr(line.find_last_of(" \t") + 1);
+      if (!target.empty() && target.back() == ';')
+        target.pop_back();
       if (auto label = labels.find(target); label != labels.end()) {
         std::string body = isa.substr(label->second, end - label->second);
-        int count = occurrences(body, "v_mfma") + occurrences(body, "v_wmma");
+        int count = occurrences(body, "v_mfma") + occurrences(body, "v_wmma") + occurrences(body, "mma.sync");
         if (count > bestCount)
           best = body, bestCount = count;
       }
@@ -452,6 +456,35 @@ std::string mainLoopOf(const std::string &isa) {
     at = end + 1;
   }
   return best;
+}
+
+TEST(GpuCodegen, NvidiaMatmulLoopReadsTheNextTilesFragmentsDuringTheLastStep) {
+  // The default loop is one basic block (a tile past the end copies zero bytes instead
+  // of branching around its copies): it issues the copies, runs the first k step's
+  // matrix instructions on fragments carried from the previous iteration, then waits,
+  // meets the other warps once, reads the next tile's first fragments and runs the last
+  // k step.
+  for (const char *dtype : {"f16", "bf16", "i8"}) {
+    Target target = Target::parse("cuda:sm_90");
+    auto config = rowMajorAligned(ops::defaultMatmulConfig(target, 4096, 4096, 4096, dtype));
+    bool int8 = std::string(dtype) == "i8";
+    auto context = createContext();
+    auto module = ops::buildKernel(*context, {"matmul", {dtype, int8 ? "i32" : dtype}, config});
+    CompileOptions options;
+    options.keepStages = true;
+    options.numWarps = config.at("num_warps");
+    options.numStages = config.at("num_stages");
+    std::string loop = mainLoopOf(stage(compile(*module, target, options), "asm"));
+    ASSERT_FALSE(loop.empty()) << dtype;
+    EXPECT_EQ(occurrences(loop, "bra"), 1) << dtype << ": branches inside the main loop\n" << loop;
+    EXPECT_EQ(occurrences(loop, "bar.sync"), 1) << dtype;
+    EXPECT_GT(occurrences(loop, "cp.async.cg.shared.global"), 0) << dtype;
+    size_t barrier = loop.find("bar.sync");
+    EXPECT_LT(loop.find("mma.sync"), loop.find("cp.async.wait_group")) << dtype << ": a k step before the wait";
+    EXPECT_NE(loop.find("mma.sync", barrier), std::string::npos) << dtype << ": a k step after the barrier";
+    if (!int8)
+      EXPECT_NE(loop.find("ldmatrix", barrier), std::string::npos) << dtype << ": next fragments after it";
+  }
 }
 
 TEST(GpuCodegen, AmdDefaultMatmulReadsFragmentsAndGlobalMemoryWide) {

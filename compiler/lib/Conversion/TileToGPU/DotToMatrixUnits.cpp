@@ -443,7 +443,7 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
   /// runs are not contiguous and 16-byte aligned (a strided or misaligned one) goes
   /// through registers instead, with the same result.
   void copyRuns(OpBuilder &b, Location loc, const OperandPlan &plan, const OperandView &view,
-                Type element, Value buffer, Value slot) const {
+                Type element, Value buffer, Value slot, Value inRange) const {
     int64_t bytes = elementBytes(element);
     Type i64 = b.getI64Type();
     Value slotBase =
@@ -455,6 +455,7 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
           Value outer = arith::ExtUIOp::create(b, loc, i64, outer32);
           Value inner = arith::ExtUIOp::create(b, loc, i64, inner32);
           Value outerOn = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, outer, view.validOuter);
+          outerOn = arith::AndIOp::create(b, loc, outerOn, inRange);
           // Elements of the run inside the matrix: all or none where runs are whole.
           Value left =
               plan.wholeRuns
@@ -482,7 +483,8 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
     };
     if (plan.aligned16) {
       // Proven at compile time: no run-time check, and no register path to keep
-      // registers for.
+      // registers for. A tile past the loop's end copies no bytes, without a branch, so
+      // that the copies can be scheduled among the matrix instructions.
       copies(b, loc);
       return;
     }
@@ -495,12 +497,15 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
                               arith::AndIOp::create(b, loc, strideBytes, c64(b, loc, 15)), c64(b, loc, 0)));
     if (!plan.innerUnit)
       direct = arith::AndIOp::create(b, loc, direct, view.innerUnit);
-    scf::IfOp::create(b, loc, direct, [&](OpBuilder &b, Location loc) {
-      copies(b, loc);
-      scf::YieldOp::create(b, loc);
-    }, [&](OpBuilder &b, Location loc) {
-      storeRuns(b, loc, plan, loadRuns(b, loc, plan, view, element, Value()).zeroed(b, loc), buffer,
-                slot, element);
+    scf::IfOp::create(b, loc, inRange, [&](OpBuilder &b, Location loc) {
+      scf::IfOp::create(b, loc, direct, [&](OpBuilder &b, Location loc) {
+        copies(b, loc);
+        scf::YieldOp::create(b, loc);
+      }, [&](OpBuilder &b, Location loc) {
+        storeRuns(b, loc, plan, loadRuns(b, loc, plan, view, element, Value()).zeroed(b, loc), buffer,
+                  slot, element);
+        scf::YieldOp::create(b, loc);
+      });
       scf::YieldOp::create(b, loc);
     });
   }
@@ -599,15 +604,10 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
 
   LogicalResult matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override;
 
-  /// Copies (issued by `copies`) when `inRange`, then a commit group either way: tiles
-  /// past the loop's end copy nothing but still commit, so that the count of groups in
-  /// flight stays S - 1.
-  void copyIfInRange(OpBuilder &b, Location loc, Value inRange,
-                     function_ref<void(OpBuilder &, Location)> copies) const {
-    scf::IfOp::create(b, loc, inRange, [&](OpBuilder &b, Location loc) {
-      copies(b, loc);
-      scf::YieldOp::create(b, loc);
-    });
+  /// Issues `copies`, then closes their commit group: tiles past the loop's end copy
+  /// nothing but still commit, so that the count of groups in flight stays S - 1.
+  void copyAndCommit(OpBuilder &b, Location loc, function_ref<void(OpBuilder &, Location)> copies) const {
+    copies(b, loc);
     LLVM::CallIntrinsicOp::create(b, loc, b.getStringAttr("llvm.nvvm.cp.async.commit.group"), ValueRange{});
   }
 
@@ -616,24 +616,29 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
   /// 0 .. S - 2, one commit group each; every iteration waits for its own tile's group,
   /// meets the other warps at a barrier (after which tile k is visible to all and the
   /// buffer of tile k - 1 is free), issues tile k + S - 1 into that buffer and
-  /// multiplies tile k.
+  /// multiplies tile k. The wait and the barrier are marked, and so are the fragments of
+  /// the tile's first k step: prefetchFirstFragments then moves both to the end of the
+  /// iteration, so that the next tile's first fragments are read while this tile's last
+  /// matrix instructions run.
   LogicalResult pipelineAsync(ConversionPatternRewriter &rewriter, DotOp op, const PipelinedLoop &plan,
                               function_ref<Value(Value slot)> compute,
                               function_ref<void(OpBuilder &, Location, int64_t distance)> copyTiles) const {
     Location loc = op.getLoc();
     int64_t stages = dist.numStages;
-    LLVM::CallIntrinsicOp::create(rewriter, loc, rewriter.getStringAttr("llvm.nvvm.cp.async.wait.group"),
-                                  ValueRange{i32Constant(rewriter, loc, stages - 2)});
-    gpu::BarrierOp::create(rewriter, loc);
-    copyIfInRange(rewriter, loc, rewriter.getRemappedValue(plan.inRange[stages - 1]),
-                  [&](OpBuilder &b, Location loc) { copyTiles(b, loc, stages - 1); });
+    auto wait = LLVM::CallIntrinsicOp::create(rewriter, loc, rewriter.getStringAttr("llvm.nvvm.cp.async.wait.group"),
+                                              ValueRange{i32Constant(rewriter, loc, stages - 2)});
+    auto barrier = gpu::BarrierOp::create(rewriter, loc);
+    for (Operation *marked : {wait.getOperation(), barrier.getOperation()})
+      marked->setAttr(kTileWaitAttr, rewriter.getUnitAttr());
+    copyAndCommit(rewriter, loc, [&](OpBuilder &b, Location loc) { copyTiles(b, loc, stages - 1); });
     rewriter.replaceOp(op, compute(plan.slot[0]));
     return success();
   }
 
   Value fragmentsAndMultiply(ConversionPatternRewriter &rewriter, Location loc, const MatrixLayout &layout,
                              const MatrixInstruction &mi, Value acc, const OperandPlan &pa, const OperandPlan &pb,
-                             Value bufA, Value bufB, Value slotA, Value slotB, Type input) const;
+                             Value bufA, Value bufB, Value slotA, Value slotB, Type input,
+                             bool markFirstFragments) const;
 
   Value onFmas(ConversionPatternRewriter &rewriter, Location loc, const MatrixLayout &layout, Value acc,
                const OperandPlan &pa, const OperandPlan &pb, Value bufA, Value bufB, Value slotA,
@@ -735,7 +740,8 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
     Value slotA = arith::MulIOp::create(rewriter, loc, slot, i32Constant(rewriter, loc, m * k));
     Value slotB = arith::MulIOp::create(rewriter, loc, slot, i32Constant(rewriter, loc, k * n));
     Value acc = adaptor.getAcc();
-    return mi ? fragmentsAndMultiply(rewriter, loc, layout, *mi, acc, pa, pb, bufA, bufB, slotA, slotB, input)
+    return mi ? fragmentsAndMultiply(rewriter, loc, layout, *mi, acc, pa, pb, bufA, bufB, slotA, slotB, input,
+                                     async)
               : onFmas(rewriter, loc, layout, acc, pa, pb, bufA, bufB, slotA, slotB, input);
   };
 
@@ -755,16 +761,17 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
     // Before the loop: tiles 0 .. S - 2 copied into stages 0 .. S - 2, a commit group each.
     for (int64_t d = 0; d + 1 < stages; ++d) {
       Value slot = i32Constant(rewriter, loc, d);
-      copyIfInRange(rewriter, loc, rewriter.getRemappedValue(plan->prologueInRange[d]),
-                    [&](OpBuilder &builder, Location loc) {
-                      copyRuns(builder, loc, pa, viewOf(*a, pa, &plan->prologue[d]), input, bufA, slot);
-                      copyRuns(builder, loc, pb, viewOf(*b, pb, &plan->prologue[d]), input, bufB, slot);
-                    });
+      Value inRange = rewriter.getRemappedValue(plan->prologueInRange[d]);
+      copyAndCommit(rewriter, loc, [&](OpBuilder &builder, Location loc) {
+        copyRuns(builder, loc, pa, viewOf(*a, pa, &plan->prologue[d]), input, bufA, slot, inRange);
+        copyRuns(builder, loc, pb, viewOf(*b, pb, &plan->prologue[d]), input, bufB, slot, inRange);
+      });
     }
     rewriter.setInsertionPoint(op);
     return pipelineAsync(rewriter, op, *plan, compute, [&](OpBuilder &builder, Location loc, int64_t distance) {
-      copyRuns(builder, loc, pa, viewAt(*a, pa, distance), input, bufA, plan->slot[distance]);
-      copyRuns(builder, loc, pb, viewAt(*b, pb, distance), input, bufB, plan->slot[distance]);
+      Value inRange = rewriter.getRemappedValue(plan->inRange[distance]);
+      copyRuns(builder, loc, pa, viewAt(*a, pa, distance), input, bufA, plan->slot[distance], inRange);
+      copyRuns(builder, loc, pb, viewAt(*b, pb, distance), input, bufB, plan->slot[distance], inRange);
     });
   }
 
@@ -817,7 +824,7 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
 Value DotOnGpu::fragmentsAndMultiply(ConversionPatternRewriter &rewriter, Location loc,
                                      const MatrixLayout &layout, const MatrixInstruction &mi, Value acc,
                                      const OperandPlan &pa, const OperandPlan &pb, Value bufA, Value bufB,
-                                     Value slotA, Value slotB, Type input) const {
+                                     Value slotA, Value slotB, Type input, bool markFirstFragments) const {
   WaveCoordinates w = waveCoordinates(rewriter, loc, dist, layout);
   auto c = [&](int64_t v) { return i32Constant(rewriter, loc, v); };
   auto add = [&](Value x, Value y) { return arith::AddIOp::create(rewriter, loc, x, y).getResult(); };
@@ -914,6 +921,25 @@ Value DotOnGpu::fragmentsAndMultiply(ConversionPatternRewriter &rewriter, Locati
         bFrags.push_back(sliceOf(rewriter, loc, words, half, half));
         ++rn;
       }
+    }
+    if (markFirstFragments && step == 0) {
+      // One value for all of the first step's fragments, which prefetchFirstFragments
+      // carries across the loop's back edge.
+      SmallVector<Value> all(aFrags);
+      all.append(bFrags);
+      Value packed = concat(rewriter, loc, all);
+      packed.getDefiningOp()->setAttr(kFirstFragmentsAttr, rewriter.getUnitAttr());
+      int64_t at = 0;
+      for (Value &frag : llvm::concat<Value>(aFrags, bFrags)) {
+        int64_t size = cast<VectorType>(frag.getType()).getNumElements();
+        frag = sliceOf(rewriter, loc, packed, at, size);
+        at += size;
+      }
+    }
+    if (markFirstFragments && step + 1 == k / mi.tileK) {
+      // Where the wait for the next tile goes once the first fragments are prefetched.
+      auto point = LLVM::UndefOp::create(rewriter, loc, rewriter.getI1Type());
+      point->setAttr(kLastStepAttr, rewriter.getUnitAttr());
     }
     for (int64_t rm = 0; rm < layout.repM; ++rm)
       for (int64_t rn = 0; rn < layout.repN; ++rn) {

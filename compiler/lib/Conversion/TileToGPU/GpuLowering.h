@@ -87,6 +87,21 @@ struct PipelinedLoop {
 };
 using PipelinePlans = DenseMap<Operation *, PipelinedLoop>;
 
+/// Marks that the asynchronous K pipeline leaves for prefetchFirstFragments: the wait
+/// for a tile's copies and the barrier after it, the value holding the fragments of a
+/// tile's first k step, and the point before the matrix instructions of its last one.
+constexpr llvm::StringLiteral kTileWaitAttr = "tile.tile_wait";
+constexpr llvm::StringLiteral kFirstFragmentsAttr = "tile.first_fragments";
+constexpr llvm::StringLiteral kLastStepAttr = "tile.last_step";
+
+/// Software-pipelines the shared-memory fragment reads of every marked K loop in `root`
+/// across its back edge: the first k step's fragments of tile k + 1 are read at the end
+/// of iteration k (after its wait and barrier, which move there with them), while the
+/// last k step's matrix instructions of tile k run, and reach the next iteration as a
+/// loop-carried value; the prologue reads tile 0's. A loop whose fragment reads cannot
+/// be recomputed one iteration ahead keeps its order. Removes the marks.
+void prefetchFirstFragments(Operation *root);
+
 /// Plans every dot of `kernel` that can be pipelined over `numStages` stages (none
 /// when numStages < 2), its tiles going round a ring of `ringSize` shared buffers.
 PipelinePlans planPipelines(Operation *kernel, int64_t numStages, int64_t ringSize);

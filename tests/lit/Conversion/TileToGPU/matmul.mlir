@@ -13,19 +13,26 @@
 // registers before its MFMAs and stores it after them, between two barriers.
 
 // On NVIDIA the stages are a ring of three shared buffers filled by cp.async: before the
-// loop, the copies of tiles 0 and 1 are committed as two groups; each iteration waits
-// until one group is left in flight, meets the other warps, issues tile k + 2, then
-// reads tile k.
+// loop, the copies of tiles 0 and 1 are committed as two groups, then tile 0 is waited
+// for and its first fragments read. Each iteration issues tile k + 2 and multiplies
+// tile k; before its last k step's
+// matrix instructions it waits until one group is left in flight, meets the other
+// warps, and reads tile k + 1's first fragments, which the loop carries.
 // ASYNC: llvm.call_intrinsic "llvm.nvvm.cp.async.cg.shared.global.16.s"
 // ASYNC: llvm.call_intrinsic "llvm.nvvm.cp.async.commit.group"
 // ASYNC: llvm.call_intrinsic "llvm.nvvm.cp.async.commit.group"
-// ASYNC: scf.for
 // ASYNC: llvm.call_intrinsic "llvm.nvvm.cp.async.wait.group"(%{{.+}}) : (i32) -> ()
 // ASYNC-NEXT: gpu.barrier
+// ASYNC: llvm.call_intrinsic "llvm.nvvm.ldmatrix
+// ASYNC: scf.for {{.+}} iter_args(%{{.+}} = %{{.+}}, %[[CARRIED:.+]] = %{{.+}}) -> (vector<8xf32>, vector<16xf16>)
 // ASYNC: llvm.call_intrinsic "llvm.nvvm.cp.async.cg.shared.global.16.s"
 // ASYNC: llvm.call_intrinsic "llvm.nvvm.cp.async.commit.group"
+// ASYNC: vector.shuffle %[[CARRIED]]
+// ASYNC: llvm.call_intrinsic "llvm.nvvm.cp.async.wait.group"(%{{.+}}) : (i32) -> ()
+// ASYNC-NEXT: gpu.barrier
 // ASYNC: llvm.call_intrinsic "llvm.nvvm.ldmatrix
-// ASYNC: scf.yield
+// ASYNC: llvm.call_intrinsic "llvm.nvvm.mma.m16n8k16
+// ASYNC: scf.yield %{{.+}}, %{{.+}} : vector<8xf32>, vector<16xf16>
 
 // PIPELINED: llvm.load %{{.+}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xf16>
 // PIPELINED: llvm.store %{{.+}}, %{{.+}} {alignment = 8 : i64} : vector<4xf16>, !llvm.ptr<3>
