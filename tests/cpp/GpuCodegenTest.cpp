@@ -491,7 +491,7 @@ TEST(GpuCodegen, AmdDefaultMatmulReadsFragmentsAndGlobalMemoryWide) {
   // Row-major a and b, as torch allocates them: b is n-contiguous, so its copy into LDS
   // transposes it in registers and every fragment is read along k with 64- or 128-bit
   // LDS reads; with the alignment and the sizes proven by the spec, every global load is
-  // 16 bytes. No scratch.
+  // 16 bytes and every store at least 8. No scratch.
   for (const char *arch : {"gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1201"})
     for (const char *dtype : {"f16", "bf16"}) {
       Target target = Target::parse(std::string("hip:") + arch);
@@ -512,6 +512,11 @@ TEST(GpuCodegen, AmdDefaultMatmulReadsFragmentsAndGlobalMemoryWide) {
         EXPECT_EQ(occurrences(isa, narrow), 0) << where << ": " << narrow;
       for (const char *narrow : {"global_load_ushort", "global_load_u16", "global_load_dword ",
                                  "global_load_dwordx2", "global_load_b32", "global_load_b64"})
+        EXPECT_EQ(occurrences(isa, narrow), 0) << where << ": " << narrow;
+      // C leaves in accesses of at least 8 bytes per lane (gfx11's lanes trade columns
+      // first to hold runs of four).
+      for (const char *narrow : {"global_store_short", "global_store_b16", "global_store_d16_hi_b16",
+                                 "global_store_dword ", "global_store_b32"})
         EXPECT_EQ(occurrences(isa, narrow), 0) << where << ": " << narrow;
       EXPECT_EQ(binary.resources.scratchBytes, 0) << where;
       // In the K loop, the global loads of the next tile are issued before this tile's

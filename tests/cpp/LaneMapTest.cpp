@@ -109,6 +109,45 @@ TEST_P(LaneMaps, CoverEveryOperandAndAccumulatorElement) {
   module->erase();
 }
 
+TEST(LaneMapExchange, Gfx11LanesEndWithTwoRunsOfFourColumnsCoveringTheTile) {
+  // The epilogue's trade between lanes l and l ^ 16 (kExchangeSends, kExchangeRuns),
+  // evaluated on the accumulator map: every run is 4 consecutive columns of one row
+  // starting at a multiple of 4, and the runs of all lanes hold each element once.
+  auto context = ::tile::createContext();
+  OpBuilder b(context.get());
+  Location loc = b.getUnknownLoc();
+  auto module = ModuleOp::create(loc);
+  b.setInsertionPointToEnd(module.getBody());
+  AccumulatorTile tile = accumulatorTileFor(*::tile::lookupGpuArch("gfx1100"), 16);
+  ASSERT_EQ(tile.exchangedRun, 4);
+  ASSERT_EQ(tile.colRun, 1);
+  auto at = [&](int64_t lane, int64_t j) {
+    auto [row, col] = tile.coordinates(b, loc, i32Constant(b, loc, lane), j);
+    return std::pair{evaluate(row), evaluate(col)};
+  };
+  std::map<std::pair<int64_t, int64_t>, int> held;
+  for (int64_t lane = 0; lane < 32; ++lane) {
+    int64_t half = lane / 16;
+    for (int64_t r = 0; r < 2; ++r) {
+      std::pair<int64_t, int64_t> first;
+      for (int64_t i = 0; i < 4; ++i) {
+        int64_t entry = kExchangeRuns[half][r][i];
+        auto element = entry >= 0 ? at(lane, entry) : at(lane ^ 16, kExchangeSends[1 - half][-1 - entry]);
+        if (i == 0)
+          first = element;
+        EXPECT_EQ(element.first, first.first) << "lane " << lane << " run " << r << ": rows differ";
+        EXPECT_EQ(element.second, first.second + i) << "lane " << lane << " run " << r << " position " << i;
+        ++held[element];
+      }
+      EXPECT_EQ(first.second % 4, 0) << "lane " << lane << " run " << r << " starts at column " << first.second;
+    }
+  }
+  EXPECT_EQ(held.size(), size_t(16 * 16));
+  for (const auto &[element, count] : held)
+    EXPECT_EQ(count, 1) << "(" << element.first << ", " << element.second << ") held " << count << " times";
+  module->erase();
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Archs, LaneMaps,
     ::testing::Values(Case{"gfx90a", "f16", 16}, Case{"gfx90a", "f16", 32}, Case{"gfx90a", "bf16", 16},

@@ -53,11 +53,25 @@ struct AccumulatorTile {
   int64_t tileM = 16, tileN = 16, perLane = 4;
   /// Consecutive elements of a lane that are consecutive columns of one row.
   int64_t colRun = 1;
+  /// gfx11 WMMA (computing C^T): lane l holds columns 2j + l / 16 of row l % 16, which
+  /// form no runs; after the lane exchanges half of them with lane l ^ 16 (permlanex16)
+  /// it holds runs of this many consecutive columns (see StoreLowering).
+  int64_t exchangedRun = 0;
   /// The instruction computes C^T from swapped operands.
   bool swapped = false;
   enum class Kind { Mfma16, Mfma32, WmmaGfx11, WmmaGfx12, MmaM16N8 } kind = Kind::Mfma16;
   std::pair<Value, Value> coordinates(OpBuilder &b, Location loc, Value lane, int64_t j) const;
 };
+
+/// gfx11's accumulator exchange (AccumulatorTile::exchangedRun) as data. In slot t
+/// (0-3) a lane of half-wave h sends its element kExchangeSends[h][t] to lane l ^ 16
+/// (and receives that lane's). Run r (0, 1) of a lane of half h holds, position by
+/// position, its own element j (an entry j >= 0) or the one received in slot -1 - v (an
+/// entry v < 0): lanes 0-15 end with columns 0-3 and 8-11 of their row, lanes 16-31
+/// with 4-7 and 12-15.
+constexpr int64_t kExchangeSends[2][4] = {{2, 3, 6, 7}, {0, 1, 4, 5}};
+constexpr int64_t kExchangeRuns[2][2][4] = {{{0, -1, 1, -2}, {4, -3, 5, -4}},
+                                            {{-1, 2, -2, 3}, {-3, 6, -4, 7}}};
 
 /// `nonKDim` (the matrix_instr_nonkdim knob, 16 or 32) picks the MFMA shape.
 AccumulatorTile accumulatorTileFor(const ::tile::GpuArch &arch, int64_t nonKDim);

@@ -146,9 +146,8 @@ mlir::tile::gpu_lowering::matrixInstructionFor(const AccumulatorTile &tile, Type
       return std::pair{k, rem(b, loc, lane, 16)};
     };
     mi.multiply = [=](OpBuilder &b, Location loc, Value a, Value bv, Value acc) {
-      // gfx12 computes C^T from swapped operands (see AccumulatorTile); gfx11 does not.
-      if (!gfx11)
-        std::swap(a, bv);
+      // C^T from swapped operands (see AccumulatorTile).
+      std::swap(a, bv);
       if (i8) {
         // Bytes travel packed in i32s; both operands signed, no clamping.
         auto packed = VectorType::get({perLane / 4}, b.getI32Type());

@@ -31,9 +31,13 @@ AccumulatorTile mlir::tile::gpu_lowering::accumulatorTileFor(const ::tile::GpuAr
     tile.perLane = 8;
     tile.kind = arch.wmmaGeneration == 11 ? AccumulatorTile::Kind::WmmaGfx11
                                           : AccumulatorTile::Kind::WmmaGfx12;
-    // gfx11 repeats each row over both half-waves: its C^T has no runs either way.
-    tile.swapped = tile.kind == AccumulatorTile::Kind::WmmaGfx12;
-    tile.colRun = tile.swapped ? 8 : 1;
+    // Both compute C^T. gfx12's lanes then hold runs of 8 columns; gfx11's hold every
+    // other column (its two half-waves split the instruction's rows by parity), which a
+    // lane exchange turns into runs of 4 for the epilogue.
+    tile.swapped = true;
+    bool gfx12 = tile.kind == AccumulatorTile::Kind::WmmaGfx12;
+    tile.colRun = gfx12 ? 8 : 1;
+    tile.exchangedRun = gfx12 ? 0 : 4;
   } else if (arch.matrixUnit == ::tile::MatrixUnit::MmaSync ||
              arch.matrixUnit == ::tile::MatrixUnit::Wgmma) {
     tile.tileN = 8;

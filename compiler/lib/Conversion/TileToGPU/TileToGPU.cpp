@@ -268,6 +268,9 @@ struct LoadLowering : DistributedPattern<LoadOp> {
 struct StoreLowering : DistributedPattern<StoreOp> {
   using DistributedPattern::DistributedPattern;
   bool storeRowRuns(StoreOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const;
+  void storeExchangedRuns(ConversionPatternRewriter &rewriter, Location loc, const MatrixLayout &layout,
+                          Value value, Value ptrs, function_ref<Value(OpBuilder &, Location, int64_t)> bit,
+                          int64_t alignBytes) const;
   LogicalResult matchAndRewrite(StoreOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Value value = adaptor.getValue();
@@ -324,7 +327,8 @@ bool StoreLowering::storeRowRuns(StoreOp op, OpAdaptor adaptor, ConversionPatter
   if (type.getRank() != 2)
     return false;
   MatrixLayout layout = dist.matrixOf(type);
-  int64_t run = layout.tile.colRun;
+  bool exchange = layout.tile.colRun < 2 && layout.tile.exchangedRun > 1;
+  int64_t run = exchange ? layout.tile.exchangedRun : layout.tile.colRun;
   auto lanes = analyzeAffineLanes(op.getPtr());
   if (!layout.fits || run < 2 || !lanes)
     return false;
@@ -361,6 +365,13 @@ bool StoreLowering::storeRowRuns(StoreOp op, OpAdaptor adaptor, ConversionPatter
       for (const ScalarPoly &bound : bounds->upper[1])
         proven = proven && known.divides(bound, run);
   }
+  if (exchange) {
+    // Only where the runs are proven whole and aligned; else element by element.
+    if (!proven)
+      return false;
+    storeExchangedRuns(rewriter, loc, layout, value, ptrs, bit, alignBytes);
+    return true;
+  }
   for (int64_t first = 0; first < layout.perThread(); first += run) {
     Value slice = sliceOf(rewriter, loc, value, first, run);
     Value start = vector::ExtractOp::create(rewriter, loc, ptrs, ArrayRef<int64_t>{first});
@@ -396,6 +407,71 @@ bool StoreLowering::storeRowRuns(StoreOp op, OpAdaptor adaptor, ConversionPatter
         });
   }
   return true;
+}
+
+/// gfx11 WMMA's accumulator (computing C^T): lanes 0-15 hold columns 0, 2, .., 14 of
+/// their row and lanes 16-31 columns 1, 3, .., 15. Each lane trades four of them with
+/// lane l ^ 16 through v_permlanex16 (kExchangeSends), which leaves it two runs of four
+/// consecutive columns (kExchangeRuns), each stored as one access. A run starts at its
+/// first own element's column minus that element's position, and its mask bit is that
+/// element's (proven runs are all in or all out).
+void StoreLowering::storeExchangedRuns(ConversionPatternRewriter &rewriter, Location loc,
+                                       const MatrixLayout &layout, Value value, Value ptrs,
+                                       function_ref<Value(OpBuilder &, Location, int64_t)> bit,
+                                       int64_t alignBytes) const {
+  auto element = cast<VectorType>(value.getType()).getElementType();
+  unsigned bits = element.getIntOrFloatBitWidth();
+  Type i32 = rewriter.getI32Type();
+  Value lane = arith::RemUIOp::create(rewriter, loc, dist.threadId, i32Constant(rewriter, loc, dist.arch.waveSize));
+  Value upper = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::uge, lane, i32Constant(rewriter, loc, 16));
+  auto asWord = [&](Value v) -> Value {
+    Value asInt = arith::BitcastOp::create(rewriter, loc, rewriter.getIntegerType(bits), v);
+    return bits == 32 ? asInt : arith::ExtUIOp::create(rewriter, loc, i32, asInt).getResult();
+  };
+  auto fromWord = [&](Value w) -> Value {
+    Value asInt = bits == 32 ? w : arith::TruncIOp::create(rewriter, loc, rewriter.getIntegerType(bits), w).getResult();
+    return arith::BitcastOp::create(rewriter, loc, element, asInt);
+  };
+  // Lane i of each half reads lane i of the other half.
+  auto fromPartner = [&](Value v) {
+    Value word = asWord(v);
+    Value no = LLVM::ConstantOp::create(rewriter, loc, rewriter.getI1Type(), 0);
+    Value other = LLVM::CallIntrinsicOp::create(
+                      rewriter, loc, i32, rewriter.getStringAttr("llvm.amdgcn.permlanex16"),
+                      ValueRange{word, word, i32Constant(rewriter, loc, 0x76543210),
+                                 i32Constant(rewriter, loc, int32_t(0xfedcba98)), no, no})
+                      .getResult(0);
+    return fromWord(other);
+  };
+  auto pick = [&](Value high, Value low) { return arith::SelectOp::create(rewriter, loc, upper, high, low).getResult(); };
+  for (int64_t first = 0; first < layout.perThread(); first += layout.tile.perLane) {
+    auto own = [&](int64_t j) { return vector::ExtractOp::create(rewriter, loc, value, ArrayRef<int64_t>{first + j}).getResult(); };
+    Value received[4];
+    for (int t = 0; t < 4; ++t)
+      received[t] = fromPartner(pick(own(kExchangeSends[1][t]), own(kExchangeSends[0][t])));
+    auto source = [&](int64_t entry) { return entry >= 0 ? own(entry) : received[-1 - entry]; };
+    for (int64_t r = 0; r < 2; ++r) {
+      SmallVector<Value> elements;
+      for (int64_t i = 0; i < 4; ++i)
+        elements.push_back(pick(source(kExchangeRuns[1][r][i]), source(kExchangeRuns[0][r][i])));
+      Value runValue = vector::FromElementsOp::create(rewriter, loc, VectorType::get({4}, element), elements);
+      Value starts[2], keeps[2];
+      for (int64_t h = 0; h < 2; ++h) {
+        const int64_t *entries = kExchangeRuns[h][r];
+        int64_t i = std::find_if(entries, entries + 4, [](int64_t e) { return e >= 0; }) - entries;
+        Value ptr = vector::ExtractOp::create(rewriter, loc, ptrs, ArrayRef<int64_t>{first + entries[i]});
+        starts[h] = i == 0 ? ptr
+                           : LLVM::GEPOp::create(rewriter, loc, ptr.getType(), element, ptr,
+                                                 ArrayRef<LLVM::GEPArg>{int32_t(-i)});
+        keeps[h] = bit(rewriter, loc, first + entries[i]);
+      }
+      Value start = pick(starts[1], starts[0]), keep = pick(keeps[1], keeps[0]);
+      scf::IfOp::create(rewriter, loc, keep, [&](OpBuilder &b, Location l) {
+        LLVM::StoreOp::create(b, l, runValue, start, alignBytes);
+        scf::YieldOp::create(b, l);
+      });
+    }
+  }
 }
 
 struct ReturnLowering : OpConversionPattern<func::ReturnOp> {
