@@ -5,7 +5,7 @@ run and device; on CUDA also against Triton's tutorial matmul (when triton impor
     .venv/bin/python benchmarks/bench_matmul.py [--device cuda|cpu] [--dtype DTYPE]
         [--max-size N] [--shape M N K ...] [--quick] [--autotune]
         CUDA only: [--samples S] [--batch-ms MS] [--skip-largest] [--no-triton]
-                   [--include-launch-overhead]
+                   [--triton-mma-sync] [--include-launch-overhead]
 
 Shapes are (M, N, K): a is M x K, b is K x N. Runs on CUDA when torch sees a GPU, else on
 the CPU. Prints a table, writes results/bench_matmul_<device>_<dtype>[_autotuned][_quick]
@@ -36,6 +36,9 @@ epilogue and tile.matmul_leaky_relu. Per shape:
      Medians over the samples are reported, with ratios tile/cuBLAS, tile/Triton and, for
      the fused op, tile_fused/tile_matmul (1.0 = a free epilogue) and
      tile_fused/(torch.matmul + leaky_relu_).
+--triton-mma-sync restricts Triton to the pre-Hopper warp-level MMA (mma.sync, as Triton's
+DISABLE_MMA_V3=1 does) instead of Hopper's warpgroup MMA: the peer of the same instruction
+class as tile.matmul's NVIDIA kernel; written to its own file (_triton_mma_sync).
 --quick: a smoke run (CUDA: 256^3 ... 1024^3, 5 samples; CPU: up to 256, short budget).
 --autotune sets torch_tile.config.autotune (as TILE_AUTOTUNE=1 does): tile autotunes on the
 first call of each shape, before the parity check and the timing.
@@ -103,6 +106,8 @@ def parse_args():
     gpu.add_argument("--skip-largest", action="store_true",
                      help="leave out 9728x8192x65536")
     gpu.add_argument("--no-triton", action="store_true", help="leave Triton out")
+    gpu.add_argument("--triton-mma-sync", action="store_true",
+                     help="Triton on mma.sync only (DISABLE_MMA_V3=1), not Hopper's wgmma")
     gpu.add_argument("--include-launch-overhead", action="store_true",
                      help="do not hold the GPU while the host enqueues a batch: a host "
                           "slower than the kernels then shows in the times")
@@ -199,6 +204,9 @@ def load_triton(args, device):
         return None, "not a CUDA run"
     if args.no_triton:
         return None, "--no-triton"
+    if args.triton_mma_sync:
+        # Read by Triton when it compiles (and part of its cache key).
+        os.environ["DISABLE_MMA_V3"] = "1"
     try:
         import triton_matmul
     except Exception as error:  # not installed, or an install that does not import
@@ -388,7 +396,8 @@ def main_cuda(args, device, dtype):
 
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else str(device)
     print(f"{args.dtype} on {name}: torch {torch.__version__}, "
-          f"triton {triton_version() or '- (' + no_triton + ')'}, "
+          f"triton {triton_version() or '- (' + no_triton + ')'}"
+          f"{' (mma.sync only)' if triton_module and args.triton_mma_sync else ''}, "
           f"tile autotune {'on' if torch_tile.config.autotune else 'off'}, "
           f"negative_slope {args.negative_slope}")
     print(f"{args.samples} interleaved samples, batches of >= {args.batch_ms:g} ms, "
@@ -546,7 +555,8 @@ def main():
     # --quick a smoke run: each its own file.
     tuned = "_autotuned" if torch_tile.config.autotune else ""
     quick = "_quick" if args.quick else ""
-    name = f"bench_matmul_{device.type}_{args.dtype}{tuned}{quick}"
+    mma_sync = "_triton_mma_sync" if device.type == "cuda" and args.triton_mma_sync else ""
+    name = f"bench_matmul_{device.type}_{args.dtype}{tuned}{quick}{mma_sync}"
     json_path = write_results(name, device, rows, plot)
     # What common.write_results does not record: the settings that shaped the rows.
     record = json.loads(json_path.read_text())
@@ -554,6 +564,7 @@ def main():
                   autotune=torch_tile.config.autotune,
                   autotune_stats=torch_tile.runtime.autotune_stats(),
                   negative_slope=args.negative_slope, skipped_shapes=skipped, quick=args.quick,
+                  triton_mma_sync_only=bool(args.triton_mma_sync),
                   **extra, **environment(device))
     json_path.write_text(json.dumps(record, indent=2) + "\n")
     print(f"wrote {json_path} and {json_path.with_suffix('.png').name}")
