@@ -26,6 +26,9 @@ OwningOpRef<ModuleOp> buildVectorAdd(MLIRContext &context, const KernelSpec &spe
   OpBuilder b(&context);
   Location loc = b.getUnknownLoc();
   Type element = elementTypeOf(context, spec.dtypes[0]);
+  if (!isa<FloatType>(element))
+    throw std::invalid_argument("vector_add adds floating-point tensors (f32, f16, bf16), got " +
+                                spec.dtypes[0]);
   // Half-precision sums are formed in f32 and rounded once, as torch.add does on the CPU.
   Type compute = element.isF32() ? element : b.getF32Type();
   Type index = b.getIntegerType(indexBits);

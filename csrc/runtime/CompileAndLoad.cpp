@@ -27,7 +27,25 @@ runtime::compileAndLoad(const ops::KernelSpec &spec, const Target &target) {
   kernel->spec = spec.str();
   DiskCache &disk = DiskCache::global();
   std::string dumpDir = stageDumpDir();
-  if (auto cached = disk.load(kernel->key, target)) {
+  std::optional<Binary> cached = disk.load(kernel->key, target);
+  // A whole entry can still be the wrong binary or one that does not load: it is
+  // dropped and compiled again, never run.
+  auto [name, symbol] = kernelSymbols(*module, target);
+  if (cached && (cached->kernelName != name || cached->entrySymbol != symbol)) {
+    disk.discard(kernel->key, target,
+                 "it holds " + cached->kernelName + " (" + cached->entrySymbol + "), not " + name);
+    cached.reset();
+  }
+  if (cached && target.kind == TargetKind::Cpu) {
+    try {
+      kernel->cpuEntry = loadCpuObject(*cached, kernel->key);
+    } catch (const std::exception &error) {
+      disk.discard(kernel->key, target, error.what());
+      cached.reset();
+    }
+  }
+  if (cached) {
+    disk.countLoad();
     kernel->binary = std::move(*cached);
     kernel->fromDisk = true;
     // The disk keeps no stages: a dump asked for compiles them again, off the hot path.
@@ -43,7 +61,7 @@ runtime::compileAndLoad(const ops::KernelSpec &spec, const Target &target) {
     kernel->binary.stages.clear();
   }
   // GPU binaries are loaded by the GpuLauncher, per device, at their first launch.
-  if (target.kind == TargetKind::Cpu)
+  if (target.kind == TargetKind::Cpu && !kernel->cpuEntry)
     kernel->cpuEntry = loadCpuObject(kernel->binary, kernel->key);
   kernel->compileMs =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

@@ -4,13 +4,13 @@
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <csignal>
 #include <fcntl.h>
 #include <iostream>
 #include <sys/stat.h>
@@ -54,6 +54,60 @@ bool trusted(const std::string &path) {
     return false;
   return info.st_uid == ::geteuid() && (info.st_mode & (S_IWGRP | S_IWOTH)) == 0 &&
          !S_ISLNK(info.st_mode);
+}
+
+/// The contents of `path` if it is a regular file. Opened without following a symlink
+/// and without blocking, and checked on the open descriptor, so that a FIFO or a device
+/// in its place is refused instead of read (a FIFO would block the reader forever).
+std::optional<std::string> readRegularFile(const std::string &path, std::string &why) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    why = errno == ENOENT ? "incomplete" : std::string("unreadable (") + std::strerror(errno) + ")";
+    return std::nullopt;
+  }
+  struct stat info;
+  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    ::close(fd);
+    why = "not made of regular files";
+    return std::nullopt;
+  }
+  std::string data(size_t(info.st_size), '\0');
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::read(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    done += size_t(n);
+  }
+  ::close(fd);
+  data.resize(done); // a file that shrank while read fails the size check
+  return data;
+}
+
+/// Removes the temporary folders (<entry>.tmp.<pid>.<n>) and half-removed entries
+/// (<entry>.removed.<pid>) that writers killed before their rename left in `folder`:
+/// only ours, and only where process <pid> is gone.
+void sweepDeadWriters(const std::string &folder) {
+  std::error_code error;
+  for (llvm::sys::fs::directory_iterator it(folder, error), end; it != end && !error; it.increment(error)) {
+    llvm::StringRef name = llvm::sys::path::filename(it->path());
+    size_t mark = name.find(".tmp.");
+    size_t skip = 5;
+    if (mark == llvm::StringRef::npos) {
+      mark = name.find(".removed.");
+      skip = 9;
+    }
+    if (mark == llvm::StringRef::npos)
+      continue;
+    unsigned long long pid = 0;
+    if (name.substr(mark + skip).split('.').first.getAsInteger(10, pid) || pid == 0)
+      continue;
+    bool gone = ::kill(pid_t(pid), 0) != 0 && errno == ESRCH;
+    if (gone && trusted(it->path()))
+      llvm::sys::fs::remove_directories(it->path());
+  }
 }
 
 bool makePrivateDirs(const std::string &path) {
@@ -160,8 +214,22 @@ std::optional<DiskCache::Entry> DiskCache::loadEntry(const std::string &key, con
   if (root.empty())
     return std::nullopt;
   std::string entry = entryPath(root, key, target);
-  if (!llvm::sys::fs::is_directory(entry))
+  struct stat entryInfo;
+  if (::lstat(entry.c_str(), &entryInfo) != 0)
     return std::nullopt;
+  if (!S_ISDIR(entryInfo.st_mode)) {
+    // A file, FIFO or symlink where the entry's folder goes would block every store of
+    // it. Ours is removed (unlinking a symlink leaves its target alone); another user's
+    // is left, and the kernel is compiled in memory.
+    if (entryInfo.st_uid != ::geteuid()) {
+      warnOnce("untrusted", "cache entry " + entry + " is not owned by this user or is writable "
+                            "by others; it is not loaded and the kernel is compiled in memory");
+      return std::nullopt;
+    }
+    warnOnce("not-a-folder", "cache entry " + entry + " is not a folder; " + remedy);
+    ::unlink(entry.c_str());
+    return std::nullopt;
+  }
   llvm::SmallString<256> payloadPath(entry), metaPath(entry);
   llvm::sys::path::append(payloadPath, payloadName);
   llvm::sys::path::append(metaPath, "meta.json");
@@ -176,12 +244,14 @@ std::optional<DiskCache::Entry> DiskCache::loadEntry(const std::string &key, con
     removeEntry(entry);
     return std::nullopt;
   };
-  auto metaText = llvm::MemoryBuffer::getFile(metaPath);
-  auto payloadText = llvm::MemoryBuffer::getFile(payloadPath, /*IsText=*/false,
-                                                 /*RequiresNullTerminator=*/false);
+  std::string why;
+  std::optional<std::string> metaText = readRegularFile(metaPath.str().str(), why);
+  std::optional<std::string> payloadText;
+  if (metaText)
+    payloadText = readRegularFile(payloadPath.str().str(), why);
   if (!metaText || !payloadText)
-    return reject("incomplete");
-  auto meta = llvm::json::parse((*metaText)->getBuffer());
+    return reject(why);
+  auto meta = llvm::json::parse(*metaText);
   if (!meta)
     return reject("corrupt (meta.json: " + llvm::toString(meta.takeError()) + ")");
   const llvm::json::Object *fields = meta->getAsObject();
@@ -191,7 +261,7 @@ std::optional<DiskCache::Entry> DiskCache::loadEntry(const std::string &key, con
   for (const auto &[name, value] : *fields)
     if (auto text = value.getAsString())
       loaded.meta[name.str()] = text->str();
-  loaded.payload = (*payloadText)->getBuffer().str();
+  loaded.payload = std::move(*payloadText);
   if (loaded.meta["key"] != key || loaded.meta["target"] != target.fullId())
     return reject("for another kernel or target");
   if (fields->getInteger("size").value_or(-1) != int64_t(loaded.payload.size()))
@@ -199,6 +269,16 @@ std::optional<DiskCache::Entry> DiskCache::loadEntry(const std::string &key, con
   if (loaded.meta["sha256"] != sha256Hex(loaded.payload))
     return reject("corrupt (checksum mismatch)");
   return loaded;
+}
+
+void DiskCache::discard(const std::string &key, const Target &target, const std::string &why) {
+  std::string root = this->root();
+  if (root.empty())
+    return;
+  std::string entry = entryPath(root, key, target);
+  warnOnce("unloadable", "cache entry " + entry + " does not load (" + why + "); recompiling it");
+  if (trusted(entry))
+    removeEntry(entry);
 }
 
 std::optional<Binary> DiskCache::load(const std::string &key, const Target &target) {
@@ -212,7 +292,6 @@ std::optional<Binary> DiskCache::load(const std::string &key, const Target &targ
   binary.blockThreads = std::atoi(entry->meta["block_threads"].c_str());
   binary.dynamicSharedBytes = std::atoll(entry->meta["dynamic_shared_bytes"].c_str());
   binary.object = std::move(entry->payload);
-  ++loads_;
   return binary;
 }
 
@@ -246,6 +325,7 @@ void DiskCache::storeEntry(const std::string &key, const Target &target, const c
   };
   if (!makePrivateDirs(parent))
     return unwritable("creating " + parent);
+  sweepDeadWriters(parent);
   if (::mkdir(tmp.c_str(), 0700) != 0)
     return unwritable("creating " + tmp);
   llvm::json::Object meta{{"key", key},

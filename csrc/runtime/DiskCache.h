@@ -47,8 +47,14 @@ public:
   void setRoot(std::string root);
   /// False once the root proved unwritable (stores are skipped from then on).
   bool writable() const;
-  /// Binaries loaded from disk so far.
+  /// Binaries loaded from disk and used so far (counted by the caller, once the binary
+  /// passed its checks).
   int64_t loads() const { return loads_; }
+  void countLoad() { ++loads_; }
+  /// A binary that load() returned whole but that would not load into the process (not
+  /// an object file, a missing entry symbol): its entry is removed, with a warning that
+  /// gives `why`, so that it is compiled and stored again.
+  void discard(const std::string &key, const Target &target, const std::string &why);
 
   /// Where warnings go (once per kind of problem): stderr, as "torch-tile: warning: ...",
   /// unless a test captures them.

@@ -47,9 +47,19 @@ def kernel_dtypes(op, dtype, out_dtype):
     return [DTYPES[dtype], DTYPES[out_dtype]]
 
 
+# Spec entries a matmul takes beyond its default config's knobs (f32 on NVIDIA only).
+EXTRA_MATMUL_KNOBS = ("allow_tf32",)
+
+
 def config_for(op, target, dtype, overrides):
     names, values = torch.ops.tile_runtime.default_config(op, target, DTYPES[dtype])
     config = dict(zip(names, values))
+    known = set(names) | (set(EXTRA_MATMUL_KNOBS) if op != "vector_add" else set())
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        # Knob names are case-sensitive: {"block_m": 64} would otherwise change nothing.
+        raise SystemExit(f"--config: {op} has no knob {', '.join(unknown)}; its knobs are "
+                         f"{', '.join(sorted(known))}")
     for name, value in overrides.items():
         if not isinstance(value, int) or isinstance(value, bool):
             raise SystemExit(f"--config: knob {name} must be an integer, got {value!r}")

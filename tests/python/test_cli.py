@@ -71,12 +71,31 @@ def test_matmul_for_the_host_with_a_config(tmp_path):
     (["--target", "hip:gfx942", "--config", '{"num_warps": 32}'], "1024"),
     (["--config", "{not json"], "not JSON"),
     (["--config", '{"BLOCK_SIZE": 100}'], "power of two"),
+    # LLVM would end the process on an unknown CPU name: refused before it sees it.
+    (["--target", "cpu:nonsense"], "unknown CPU 'nonsense'"),
+    (["--config", '{"block_size": 64}'], "has no knob block_size"),
+    (["--dtype", "int8"], "floating-point"),
 ])
 def test_bad_requests_say_what_is_wrong(tmp_path, args, message):
     result = run_cli("--op", "vector_add", "--dtype", "float32", "--emit", "asm",
                      "--out", str(tmp_path), *args)
-    assert result.returncode != 0
+    assert result.returncode > 0, "an error exit, not a signal"
     assert message in result.stderr
+    assert "LLVM ERROR" not in result.stderr
+
+
+def test_unknown_cpu_is_an_exception_the_process_survives():
+    import torch
+
+    import torch_tile  # noqa: F401  (registers the ops)
+
+    names, values = torch.ops.tile_runtime.default_config("vector_add", "cpu", "float32")
+    with pytest.raises(RuntimeError, match="unknown CPU 'nonsense'"):
+        torch.ops.tile_runtime.compile_offline("vector_add", ["f32"], names, values, "cpu:nonsense")
+    # The next compile in the same process works.
+    stages, texts, _, _ = torch.ops.tile_runtime.compile_offline("vector_add", ["f32"], names,
+                                                                  values, "cpu:x86-64-v3")
+    assert "asm" in stages
 
 
 def test_int8_matmul_needs_an_out_dtype(tmp_path):

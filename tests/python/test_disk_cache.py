@@ -1,10 +1,13 @@
 """The disk cache across processes: a second process loads what the first compiled; a
-damaged entry is recompiled, never loaded; concurrent first calls all succeed; an
+damaged entry (or one that does not load, or a FIFO, file or symlink in its place) is
+recompiled and replaced, never loaded or read; concurrent first calls all succeed; an
 unwritable folder only costs the disk cache.
 """
 
+import hashlib
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -81,6 +84,102 @@ def test_damaged_entry_is_recompiled_not_loaded(tmp_path, damage):
     assert any("recompiling" in w for w in again["warnings"]), again["warnings"]
     third = run_child(cache)  # the replacement entry is whole
     assert third["stats"]["disk_loads"] == 2
+
+
+def entry_of(cache_dir, kernel_name):
+    for entry in entries(cache_dir):
+        if json.loads((entry / "meta.json").read_text())["kernel_name"] == kernel_name:
+            return entry
+    raise AssertionError(f"no entry of {kernel_name} in {cache_dir}")
+
+
+def rewrite_payload(entry, payload):
+    """Replaces the entry's binary with `payload`, its size and checksum made to match."""
+    (entry / "binary").write_bytes(payload)
+    meta = json.loads((entry / "meta.json").read_text())
+    meta.update(size=len(payload), sha256=hashlib.sha256(payload).hexdigest())
+    (entry / "meta.json").write_text(json.dumps(meta))
+
+
+@pytest.mark.parametrize("name", ["binary", "meta.json"])
+def test_fifo_in_an_entry_is_refused_not_read(tmp_path, name):
+    # Reading a FIFO would block the process forever.
+    cache = tmp_path / "cache"
+    run_child(cache)
+    victim = entries(cache)[0] / name
+    victim.unlink()
+    os.mkfifo(victim, 0o600)
+    again = run_child(cache)
+    assert again["stats"]["disk_loads"] == 1
+    assert any("not made of regular files" in w for w in again["warnings"]), again["warnings"]
+    assert run_child(cache)["stats"]["disk_loads"] == 2  # replaced by a whole entry
+
+
+@pytest.mark.parametrize("payload", ["garbage", "truncated_object", "other_kernel"])
+def test_whole_entry_that_does_not_load_is_recompiled(tmp_path, payload):
+    # Size and checksum match, so only loading the binary (or its names) can tell.
+    cache = tmp_path / "cache"
+    run_child(cache)
+    victim = entry_of(cache, "matmul")
+    if payload == "garbage":
+        rewrite_payload(victim, os.urandom(4096))
+    elif payload == "truncated_object":
+        rewrite_payload(victim, (victim / "binary").read_bytes()[:200])
+    else:
+        other = entry_of(cache, "vector_add")
+        rewrite_payload(victim, (other / "binary").read_bytes())
+        meta = json.loads((victim / "meta.json").read_text())
+        other_meta = json.loads((other / "meta.json").read_text())
+        meta.update(kernel_name=other_meta["kernel_name"], entry_symbol=other_meta["entry_symbol"])
+        (victim / "meta.json").write_text(json.dumps(meta))
+    again = run_child(cache)  # the child's own parity checks pass
+    assert again["stats"]["disk_loads"] == 1
+    assert any("does not load" in w and "recompiling" in w for w in again["warnings"]), again["warnings"]
+    third = run_child(cache)
+    assert third["stats"]["disk_loads"] == 2, "the entry was stored again, whole"
+    assert not third["warnings"]
+
+
+@pytest.mark.parametrize("kind", ["file", "fifo", "symlink"])
+def test_non_folder_in_place_of_an_entry_is_replaced(tmp_path, kind):
+    cache = tmp_path / "cache"
+    run_child(cache)
+    victim = entries(cache)[0]
+    shutil.rmtree(victim)
+    outside = tmp_path / "outside"
+    outside.write_text("not ours to remove")
+    if kind == "file":
+        victim.write_text("x")
+    elif kind == "fifo":
+        os.mkfifo(victim, 0o600)
+    else:
+        victim.symlink_to(outside)
+    again = run_child(cache)
+    assert again["stats"]["disk_loads"] == 1
+    assert any("is not a folder" in w for w in again["warnings"]), again["warnings"]
+    assert outside.read_text() == "not ours to remove"
+    assert run_child(cache)["stats"]["disk_loads"] == 2
+
+
+def test_leftovers_of_killed_writers_are_swept(tmp_path):
+    # A writer killed between its mkdir and its rename leaves <entry>.tmp.<pid>.<n> (or
+    # <entry>.removed.<pid>); the next store in that folder removes those of dead pids.
+    cache = tmp_path / "cache"
+    run_child(cache)
+    victim = entries(cache)[0]
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    dead_pid = int(dead.stdout)
+    stale = [victim.parent / f"{victim.name}.tmp.{dead_pid}.1",
+             victim.parent / f"{victim.name}.removed.{dead_pid}"]
+    live = victim.parent / f"{victim.name}.tmp.{os.getpid()}.1"  # a writer still running
+    for folder in stale + [live]:
+        folder.mkdir(mode=0o700)
+        (folder / "binary").write_bytes(b"half")
+    shutil.rmtree(victim)  # the next child stores this entry again
+    run_child(cache)
+    assert not any(folder.exists() for folder in stale)
+    assert live.exists()
 
 
 def test_entry_writable_by_others_is_not_loaded(tmp_path):

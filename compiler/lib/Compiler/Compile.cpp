@@ -25,6 +25,7 @@
 #include "llvm/Target/TargetMachine.h"
 
 #include <functional>
+#include <tuple>
 
 #ifndef TILE_VERSION
 #define TILE_VERSION "unknown"
@@ -102,6 +103,12 @@ mlir::func::FuncOp findKernel(mlir::ModuleOp module) {
 
 } // namespace
 
+std::pair<std::string, std::string> tile::kernelSymbols(mlir::ModuleOp module, const Target &target) {
+  std::string name = findKernel(module).getName().str();
+  std::string symbol = target.kind == TargetKind::Cpu ? mlir::tile::cpuEntryName(name) : name;
+  return {name, symbol};
+}
+
 namespace {
 
 /// The tile-gpu, llvm, asm and bin stages of a GPU target.
@@ -113,7 +120,6 @@ void compileForGpu(mlir::ModuleOp module, const Target &target, const CompileOpt
   if (!arch || arch->amd != (target.kind == TargetKind::Hip))
     throw CompileError("no GPU arch " + target.str() + "; supported: hip:gfx90a, hip:gfx942, "
                        "hip:gfx950, hip:gfx1100, hip:gfx1201, cuda:sm_80, cuda:sm_90");
-  binary.entrySymbol = binary.kernelName;
   binary.blockThreads = options.numWarps * arch->waveSize;
   if (options.numWarps < 1 || binary.blockThreads > 1024)
     throw CompileError("num_warps=" + std::to_string(options.numWarps) + " gives " +
@@ -213,7 +219,7 @@ Binary tile::compile(mlir::ModuleOp module, const Target &target, const CompileO
   DiagnosticCollector diagnostics(context);
   Binary binary;
   binary.target = target;
-  binary.kernelName = findKernel(module).getName().str();
+  std::tie(binary.kernelName, binary.entrySymbol) = kernelSymbols(module, target);
   std::function<void(const char *, std::string)> keep = [&](const char *stage, std::string text) {
     if (options.keepStages)
       binary.stages.emplace_back(stage, std::move(text));
@@ -226,7 +232,6 @@ Binary tile::compile(mlir::ModuleOp module, const Target &target, const CompileO
     compileForGpu(module, target, options, diagnostics, binary, keep);
     return binary;
   }
-  binary.entrySymbol = mlir::tile::cpuEntryName(binary.kernelName);
   // Collected first and checked after the walk: no exception may unwind through MLIR.
   std::vector<mlir::RankedTensorType> accumulators;
   module.walk([&](mlir::tile::DotOp dot) {

@@ -4,6 +4,7 @@
 
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/TargetSelect.h"
@@ -27,6 +28,13 @@ std::unique_ptr<llvm::TargetMachine> tile::createCpuTargetMachine(const Target &
   const llvm::Target *llvmTarget = llvm::TargetRegistry::lookupTarget(triple, error);
   if (!llvmTarget)
     throw CompileError("no LLVM backend for the host triple " + triple.str() + ": " + error);
+  // An unknown CPU name reaches LLVM's fatal error handler (it falls back to a generic
+  // 32-bit subtarget, then aborts on 64-bit code), which ends the process: refuse it here.
+  std::unique_ptr<llvm::MCSubtargetInfo> generic(llvmTarget->createMCSubtargetInfo(triple, "", ""));
+  if (!generic || !generic->isCPUStringValid(target.arch))
+    throw CompileError("unknown CPU '" + target.arch + "' in target " + target.str() + ": cpu:<name> takes " +
+                       "one of LLVM's CPU names for " + triple.str() + ", for example cpu:" +
+                       llvm::sys::getHostCPUName().str() + " (this machine) or cpu:x86-64-v3");
   llvm::TargetOptions options;
   std::unique_ptr<llvm::TargetMachine> machine(llvmTarget->createTargetMachine(
       triple, target.arch, target.features, options, llvm::Reloc::PIC_, llvm::CodeModel::Small,

@@ -73,6 +73,10 @@ std::unique_ptr<mlir::MLIRContext> createContext();
 /// Throws CompileError with the diagnostics on failure.
 Binary compile(mlir::ModuleOp module, const Target &target, const CompileOptions &options = {});
 
+/// The name of the module's kernel and its entry symbol in a binary for `target`, as
+/// compile() sets them: what a cached binary of this module must carry.
+std::pair<std::string, std::string> kernelSymbols(mlir::ModuleOp module, const Target &target);
+
 /// "torch-tile <version>", the compiler part of the cache key.
 const char *compilerVersion();
 
