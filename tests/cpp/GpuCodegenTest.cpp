@@ -380,6 +380,18 @@ std::map<std::string, int64_t> rowMajorAligned(std::map<std::string, int64_t> co
   return config;
 }
 
+/// A matmul (int8 to int32) for `target` at `config`, compiled with its stages kept.
+Binary compileMatmul(const Target &target, const std::string &dtype,
+                     const std::map<std::string, int64_t> &config) {
+  auto context = createContext();
+  auto module = ops::buildKernel(*context, {"matmul", {dtype, dtype == "i8" ? "i32" : dtype}, config});
+  CompileOptions options;
+  options.keepStages = true;
+  options.numWarps = config.at("num_warps");
+  options.numStages = config.at("num_stages");
+  return compile(*module, target, options);
+}
+
 TEST(GpuCodegen, NvidiaDefaultMatmulPipelinesWithAsyncCopies) {
   // The default pipeline copies tiles with cp.async into a ring of shared buffers. With
   // the alignment proven by the spec, no element-wise global load is left, B (n-major)
@@ -391,13 +403,7 @@ TEST(GpuCodegen, NvidiaDefaultMatmulPipelinesWithAsyncCopies) {
       auto config = rowMajorAligned(ops::defaultMatmulConfig(target, 4096, 4096, 4096, dtype));
       ASSERT_GE(config.at("num_stages"), 2) << arch << " " << dtype;
       bool int8 = std::string(dtype) == "i8";
-      auto context = createContext();
-      auto module = ops::buildKernel(*context, {"matmul", {dtype, int8 ? "i32" : dtype}, config});
-      CompileOptions options;
-      options.keepStages = true;
-      options.numWarps = config.at("num_warps");
-      options.numStages = config.at("num_stages");
-      Binary binary = compile(*module, target, options);
+      Binary binary = compileMatmul(target, dtype, config);
       const std::string &ptx = stage(binary, "asm");
       std::string where = std::string(arch) + " " + dtype;
       EXPECT_GT(occurrences(ptx, "cp.async.cg.shared.global"), 0) << where;
@@ -468,13 +474,7 @@ TEST(GpuCodegen, NvidiaMatmulLoopReadsTheNextTilesFragmentsDuringTheLastStep) {
     Target target = Target::parse("cuda:sm_90");
     auto config = rowMajorAligned(ops::defaultMatmulConfig(target, 4096, 4096, 4096, dtype));
     bool int8 = std::string(dtype) == "i8";
-    auto context = createContext();
-    auto module = ops::buildKernel(*context, {"matmul", {dtype, int8 ? "i32" : dtype}, config});
-    CompileOptions options;
-    options.keepStages = true;
-    options.numWarps = config.at("num_warps");
-    options.numStages = config.at("num_stages");
-    std::string loop = mainLoopOf(stage(compile(*module, target, options), "asm"));
+    std::string loop = mainLoopOf(stage(compileMatmul(target, dtype, config), "asm"));
     ASSERT_FALSE(loop.empty()) << dtype;
     EXPECT_EQ(occurrences(loop, "bra"), 1) << dtype << ": branches inside the main loop\n" << loop;
     EXPECT_EQ(occurrences(loop, "bar.sync"), 1) << dtype;
