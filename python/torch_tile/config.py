@@ -22,6 +22,7 @@ candidate may leave knobs out, which then keep the target's default.
 import contextlib
 import copy
 import json
+import math
 import os
 import sys
 import types
@@ -97,6 +98,10 @@ def _check(name, value):
     if kind is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise TypeError(f"torch_tile.config.{name} must be a number, got {value!r}")
+        # Seconds: NaN would compare false with everything (progress never or always).
+        if math.isnan(value) or value < 0:
+            raise ValueError(f"torch_tile.config.{name} must be a number of seconds >= 0 "
+                             f"(inf: never), got {value!r}")
         return float(value)
     if kind is str:
         if not isinstance(value, (str, os.PathLike)):
@@ -151,7 +156,7 @@ def _from_environment(name):
                 raise ValueError("expected 1/0, true/false, on/off or yes/no")
             return lowered in ("1", "true", "on", "yes")
         if kind is float:
-            return float(text)
+            return _check(name, float(text))
         if kind is str:
             return text
         return _check(name, json.loads(text))

@@ -90,10 +90,23 @@ def test_environment_overrides():
     assert result.stdout.strip() == "True 2.5 [{'BLOCK_M': 4, 'BLOCK_N': 16}]"
 
 
-def test_a_bad_environment_value_names_the_variable():
-    result = run_python("import torch_tile", TILE_AUTOTUNE="maybe")
+@pytest.mark.parametrize("variable, text", [
+    ("TILE_AUTOTUNE", "maybe"), ("TILE_AUTOTUNE_PROGRESS_AFTER", "nan"),
+    ("TILE_AUTOTUNE_PROGRESS_AFTER", "-1"), ("TILE_AUTOTUNE_PROGRESS_AFTER", "soon"),
+])
+def test_a_bad_environment_value_names_the_variable(variable, text):
+    result = run_python("import torch_tile", **{variable: text})
     assert result.returncode != 0
-    assert "TILE_AUTOTUNE='maybe'" in result.stderr
+    assert f"{variable}={text!r}" in result.stderr
+
+
+@pytest.mark.parametrize("seconds", [float("nan"), -0.5])
+def test_progress_after_takes_seconds_not_nan(seconds):
+    with pytest.raises(ValueError, match="seconds >= 0"):
+        config.autotune_progress_after = seconds
+    assert config.autotune_progress_after == 1.0
+    config.autotune_progress_after = float("inf")  # never
+    config.autotune_progress_after = 1.0
 
 
 def test_cache_dir_moves_the_disk_cache(tmp_path):
