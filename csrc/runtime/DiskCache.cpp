@@ -339,6 +339,10 @@ void DiskCache::storeEntry(const std::string &key, const Target &target, const c
   llvm::raw_string_ostream(metaText) << llvm::json::Value(std::move(meta));
   bool written = writeFile(tmp + "/" + payloadName, payload) &&
                  writeFile(tmp + "/meta.json", metaText);
+  if (!written && (errno == ENOSPC || errno == EDQUOT))
+    warnOnce("full", "the disk of the kernel cache " + root + " is full (" + std::strerror(errno) +
+                         "); kernels that do not fit are compiled in memory, and again by each "
+                         "process, until space is freed");
   // A rename onto an existing entry fails: another process stored the same entry first,
   // and its entry is as good as ours.
   if (!written || ::rename(tmp.c_str(), entry.c_str()) != 0)

@@ -182,6 +182,23 @@ def test_leftovers_of_killed_writers_are_swept(tmp_path):
     assert live.exists()
 
 
+def test_full_disk_warns_once_and_the_ops_still_work(tmp_path):
+    # A tmpfs too small for the entries; needs the right to mount (skipped elsewhere).
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", str(cache)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {mounted.stderr.strip()}")
+    try:
+        report = run_child(cache)  # the child's own parity checks pass
+        full = [w for w in report["warnings"] if "is full" in w]
+        assert len(full) == 1, report["warnings"]
+        assert not list(cache.glob("*/*.tmp.*")), "no temporary folder is left behind"
+    finally:
+        subprocess.run(["umount", str(cache)], check=True)
+
+
 def test_entry_writable_by_others_is_not_loaded(tmp_path):
     cache = tmp_path / "cache"
     run_child(cache)
