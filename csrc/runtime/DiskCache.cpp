@@ -93,20 +93,17 @@ void sweepDeadWriters(const std::string &folder) {
   std::error_code error;
   for (llvm::sys::fs::directory_iterator it(folder, error), end; it != end && !error; it.increment(error)) {
     llvm::StringRef name = llvm::sys::path::filename(it->path());
-    size_t mark = name.find(".tmp.");
-    size_t skip = 5;
-    if (mark == llvm::StringRef::npos) {
-      mark = name.find(".removed.");
-      skip = 9;
+    for (llvm::StringRef marker : {".tmp.", ".removed."}) {
+      size_t at = name.find(marker);
+      unsigned long long pid = 0;
+      if (at == llvm::StringRef::npos ||
+          name.substr(at + marker.size()).split('.').first.getAsInteger(10, pid) || pid == 0)
+        continue;
+      bool gone = ::kill(pid_t(pid), 0) != 0 && errno == ESRCH;
+      if (gone && trusted(it->path()))
+        llvm::sys::fs::remove_directories(it->path());
+      break;
     }
-    if (mark == llvm::StringRef::npos)
-      continue;
-    unsigned long long pid = 0;
-    if (name.substr(mark + skip).split('.').first.getAsInteger(10, pid) || pid == 0)
-      continue;
-    bool gone = ::kill(pid_t(pid), 0) != 0 && errno == ESRCH;
-    if (gone && trusted(it->path()))
-      llvm::sys::fs::remove_directories(it->path());
   }
 }
 
@@ -214,6 +211,11 @@ std::optional<DiskCache::Entry> DiskCache::loadEntry(const std::string &key, con
   if (root.empty())
     return std::nullopt;
   std::string entry = entryPath(root, key, target);
+  auto untrusted = [&]() -> std::optional<Entry> {
+    warnOnce("untrusted", "cache entry " + entry + " is not owned by this user or is writable "
+                          "by others; it is not loaded and the kernel is compiled in memory");
+    return std::nullopt;
+  };
   struct stat entryInfo;
   if (::lstat(entry.c_str(), &entryInfo) != 0)
     return std::nullopt;
@@ -221,11 +223,8 @@ std::optional<DiskCache::Entry> DiskCache::loadEntry(const std::string &key, con
     // A file, FIFO or symlink where the entry's folder goes would block every store of
     // it. Ours is removed (unlinking a symlink leaves its target alone); another user's
     // is left, and the kernel is compiled in memory.
-    if (entryInfo.st_uid != ::geteuid()) {
-      warnOnce("untrusted", "cache entry " + entry + " is not owned by this user or is writable "
-                            "by others; it is not loaded and the kernel is compiled in memory");
-      return std::nullopt;
-    }
+    if (entryInfo.st_uid != ::geteuid())
+      return untrusted();
     warnOnce("not-a-folder", "cache entry " + entry + " is not a folder; " + remedy);
     ::unlink(entry.c_str());
     return std::nullopt;
@@ -234,11 +233,8 @@ std::optional<DiskCache::Entry> DiskCache::loadEntry(const std::string &key, con
   llvm::sys::path::append(payloadPath, payloadName);
   llvm::sys::path::append(metaPath, "meta.json");
   for (const std::string &path : {root, entry, std::string(payloadPath), std::string(metaPath)})
-    if (llvm::sys::fs::exists(path) && !trusted(path)) {
-      warnOnce("untrusted", "cache entry " + entry + " is not owned by this user or is writable "
-                            "by others; it is not loaded and the kernel is compiled in memory");
-      return std::nullopt;
-    }
+    if (llvm::sys::fs::exists(path) && !trusted(path))
+      return untrusted();
   auto reject = [&](const std::string &why) -> std::optional<Entry> {
     warnOnce("invalid:" + why, "cache entry " + entry + " is " + why + "; " + remedy);
     removeEntry(entry);
