@@ -108,7 +108,7 @@ void prefetchIn(scf::ForOp loop, Operation *fragments) {
   Value first = cloneReadsAt(rewriter, loop, *reads, loop.getLowerBound(), fragments);
 
   // The loop carries them; each iteration reads the next tile's after its wait, which
-  // moves to just before the last k step.
+  // moves to just before the last k step. The new loop replaces (and erases) `loop`.
   auto newLoop = cast<scf::ForOp>(*loop.replaceWithAdditionalYields(
       rewriter, ValueRange{first}, /*replaceInitOperandUsesInLoop=*/false,
       [&](OpBuilder &, Location, ArrayRef<BlockArgument>) { return SmallVector<Value>{first}; }));
@@ -116,7 +116,7 @@ void prefetchIn(scf::ForOp loop, Operation *fragments) {
     wait->moveBefore(lastStep);
   rewriter.setInsertionPoint(lastStep);
   Value iv = newLoop.getInductionVar();
-  Value nextIv = arith::AddIOp::create(rewriter, loop.getLoc(), iv, newLoop.getStep());
+  Value nextIv = arith::AddIOp::create(rewriter, newLoop.getLoc(), iv, newLoop.getStep());
   Value next = cloneReadsAt(rewriter, newLoop, *reads, nextIv, fragments);
   auto yield = cast<scf::YieldOp>(newLoop.getBody()->getTerminator());
   rewriter.modifyOpInPlace(yield, [&] { yield->setOperand(yield->getNumOperands() - 1, next); });
