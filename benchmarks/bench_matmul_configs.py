@@ -3,18 +3,24 @@ configs the defaults and the autotuning candidates should be.
 
     python3 benchmarks/bench_matmul_configs.py [--dtype float16|bfloat16|float32|int8]
         [--shape M N K ...] [--configs FILE.json] [--samples S] [--batch-ms MS]
+        [--triton] [--triton-mma-sync]
 
 Each config (a dict of matmul knobs; those left out keep the default) is forced by making it
 the only autotuning candidate; tile's tuning is cleared between configs. Per shape and
 config: a parity check against a float32 torch reference (per element, as bench_matmul.py
 does), then common.cuda_interleaved_times over {cuBLAS, tile with this config} (L2 flushed,
 CUDA events around batches, medians over --samples). A config that fails to compile or
-launch is reported with its error and the run goes on. Prints a table and writes
+launch is reported with its error and the run goes on. With --triton, the ROCm/CUDA tutorial's
+Triton kernel runs the same config (same tiles, GROUP_M, num_warps, num_stages; no autotuning)
+in the same interleaved timing, so a gap to Triton is read per config, not against Triton's
+autotuned winner; --triton-mma-sync holds Triton to mma.sync (no wgmma), the instructions
+tile.matmul uses. Prints a table and writes
 results/bench_matmul_configs_<dtype>.json and .png.
 """
 
 import argparse
 import json
+import os
 import statistics
 import sys
 
@@ -51,7 +57,34 @@ def parse_args():
     parser.add_argument("--configs", help="JSON file with a list of configs (default: built in)")
     parser.add_argument("--samples", type=int, default=7)
     parser.add_argument("--batch-ms", type=float, default=20.0)
+    parser.add_argument("--triton", action="store_true",
+                        help="time Triton's tutorial kernel at each config as a second peer")
+    parser.add_argument("--triton-mma-sync", action="store_true",
+                        help="with --triton: Triton without wgmma (DISABLE_MMA_V3=1)")
     return parser.parse_args()
+
+
+def triton_call(triton_matmul, a, b, config):
+    """Triton's tutorial kernel at exactly `config` (GROUP_M 8 when left out, as the
+    tutorial's configs have it), or None for a config Triton cannot express."""
+    import triton
+    kernel = triton_matmul.tutorial_matmul_kernel
+    m, k = a.shape
+    n = b.shape[1]
+    tiles = {"BLOCK_SIZE_M": config.get("BLOCK_M"), "BLOCK_SIZE_N": config.get("BLOCK_N"),
+             "BLOCK_SIZE_K": config.get("BLOCK_K"), "GROUP_SIZE_M": config.get("GROUP_M", 8)}
+    if None in tiles.values() or "num_warps" not in config or "num_stages" not in config:
+        return None
+    c = torch.empty(m, n, device=a.device, dtype=a.dtype)
+    grid = (triton.cdiv(m, tiles["BLOCK_SIZE_M"]) * triton.cdiv(n, tiles["BLOCK_SIZE_N"]),)
+
+    def call():
+        kernel[grid](a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                     c.stride(0), c.stride(1), 0.01, ACTIVATION="",
+                     INPUT_PRECISION="ieee" if a.dtype == torch.float32 else "tf32",
+                     num_warps=config["num_warps"], num_stages=config["num_stages"], **tiles)
+        return c
+    return call
 
 
 def operands(shape, dtype, device):
@@ -86,8 +119,14 @@ def main():
     configs = json.loads(open(args.configs).read()) if args.configs else CONFIGS
     shapes = [tuple(s) for s in args.shape] or SHAPES
     torch_tile.config.cache_dir = ""
+    triton_matmul = None
+    if args.triton:
+        if args.triton_mma_sync:
+            os.environ["DISABLE_MMA_V3"] = "1"  # read by Triton when it compiles
+        import triton_matmul
     rows = []
-    header = f"{'M x N x K':>18} {'config':<44} {'cuBLAS':>7} {'tile':>7} {'ratio':>6}  parity"
+    header = (f"{'M x N x K':>18} {'config':<44} {'cuBLAS':>7} {'tile':>7} {'ratio':>6}"
+              + (f" {'Triton':>7} {'tile/Tr':>7}" if triton_matmul else "") + "  parity")
     print(f"# tile.matmul per config, {args.dtype}, TFLOP/s (TOP/s for int8) on "
           f"{torch.cuda.get_device_name(device)}\n{header}", flush=True)
     for shape in shapes:
@@ -106,14 +145,25 @@ def main():
                 torch.cuda.synchronize()
                 row["parity_ok"], row["max_error"] = parity(out, a, b)
                 del out
-                times = cuda_interleaved_times({"torch": reference, "tile": tile}, device,
-                                               args.samples, args.batch_ms * 1e-3)["times"]
+                candidates = {"torch": reference, "tile": tile}
+                peer = triton_call(triton_matmul, a, b, config) if triton_matmul else None
+                if peer is not None:
+                    row["triton_parity_ok"], _ = parity(peer().clone(), a, b)
+                    candidates["triton"] = peer
+                times = cuda_interleaved_times(candidates, device, args.samples,
+                                               args.batch_ms * 1e-3)["times"]
                 seconds = {role: statistics.median(t) for role, t in times.items()}
                 row.update(torch_tflops=flops / seconds["torch"] / 1e12,
                            tile_tflops=flops / seconds["tile"] / 1e12,
                            ratio=seconds["torch"] / seconds["tile"])
+                versus = ""
+                if "triton" in seconds:
+                    row.update(triton_tflops=flops / seconds["triton"] / 1e12,
+                               tile_over_triton=seconds["triton"] / seconds["tile"],
+                               triton_mma_sync=args.triton_mma_sync)
+                    versus = f" {row['triton_tflops']:7.1f} {row['tile_over_triton']:7.3f}"
                 print(f"{'x'.join(map(str, shape)):>18} {label:<44} {row['torch_tflops']:7.1f} "
-                      f"{row['tile_tflops']:7.1f} {row['ratio']:6.3f}  "
+                      f"{row['tile_tflops']:7.1f} {row['ratio']:6.3f}{versus}  "
                       f"{'ok' if row['parity_ok'] else 'FAIL %.2e' % row['max_error']}", flush=True)
             except Exception as error:
                 row["error"] = f"{type(error).__name__}: {error}".strip()

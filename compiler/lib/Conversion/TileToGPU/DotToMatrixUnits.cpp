@@ -442,41 +442,56 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
   /// matrix copies fewer source bytes and the rest of its 16 is zero-filled. A view whose
   /// runs are not contiguous and 16-byte aligned (a strided or misaligned one) goes
   /// through registers instead, with the same result.
+  ///
+  /// The copies sit among the matrix instructions of the main loop, so their bookkeeping
+  /// is kept to what the hardware needs: the bounds are compared in 32 bits (a tile's
+  /// valid lanes never exceed its extent), and where runs are whole a run's byte count
+  /// is 16 or 0 from one predicate, which ptxas turns into the copy's own zero-fill
+  /// predicate. A copy of 0 bytes reads no memory (cp.async's src-size), so its address
+  /// needs no clamping.
   void copyRuns(OpBuilder &b, Location loc, const OperandPlan &plan, const OperandView &view,
                 Type element, Value buffer, Value slot, Value inRange) const {
     int64_t bytes = elementBytes(element);
-    Type i64 = b.getI64Type();
+    Type i32 = b.getI32Type(), i64 = b.getI64Type();
     Value slotBase =
         arith::MulIOp::create(b, loc, slot, i32Constant(b, loc, plan.shared.outer * plan.shared.inner));
     auto copies = [&](OpBuilder &b, Location loc) {
+      Value validOuter = arith::TruncIOp::create(b, loc, i32, view.validOuter);
+      Value validInner = arith::TruncIOp::create(b, loc, i32, view.validInner);
+      Value zero = i32Constant(b, loc, 0);
       for (int64_t r = 0; r < plan.runsPerThread; ++r) {
         auto copy = [&](OpBuilder &b, Location loc) {
           auto [outer32, inner32] = runPosition(b, loc, plan, r);
-          Value outer = arith::ExtUIOp::create(b, loc, i64, outer32);
-          Value inner = arith::ExtUIOp::create(b, loc, i64, inner32);
-          Value outerOn = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, outer, view.validOuter);
-          outerOn = arith::AndIOp::create(b, loc, outerOn, inRange);
-          // Elements of the run inside the matrix: all or none where runs are whole.
-          Value left =
-              plan.wholeRuns
-                  ? Value(arith::SelectOp::create(
-                        b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, inner, view.validInner),
-                        c64(b, loc, plan.run), c64(b, loc, 0)))
-                  : Value(arith::MaxSIOp::create(
-                        b, loc,
-                        arith::MinSIOp::create(b, loc, arith::SubIOp::create(b, loc, view.validInner, inner),
-                                               c64(b, loc, plan.run)),
-                        c64(b, loc, 0)));
-          Value count = arith::SelectOp::create(b, loc, outerOn, left, c64(b, loc, 0));
-          // A copy of no bytes reads nothing; its address is still one inside the matrix.
-          Value src = arith::SelectOp::create(
-              b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, count, c64(b, loc, 0)),
-              globalPtr(b, loc, view, element, outer, inner), view.matrix);
+          Value on = arith::AndIOp::create(
+              b, loc, inRange, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, outer32, validOuter));
+          Value src = globalPtr(b, loc, view, element, arith::ExtUIOp::create(b, loc, i64, outer32),
+                                arith::ExtUIOp::create(b, loc, i64, inner32));
           Value dst = sharedPtr(b, loc, plan.shared, buffer, slotBase, element, outer32, inner32);
-          Value size = arith::TruncIOp::create(
-              b, loc, b.getI32Type(), arith::MulIOp::create(b, loc, count, c64(b, loc, bytes)));
-          LLVM::CallIntrinsicOp::create(b, loc, b.getStringAttr("llvm.nvvm.cp.async.cg.shared.global.16.s"),
-                                        ValueRange{dst, src, size});
+          if (plan.wholeRuns) {
+            // All 16 bytes or none: the copy's ignore-src predicate, kept a predicate
+            // (a byte count of select(on, 16, 0) becomes a chain of selects in LLVM).
+            on = arith::AndIOp::create(
+                b, loc, on, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, inner32, validInner));
+            Value ignore = arith::XOrIOp::create(b, loc, on, arith::ConstantIntOp::create(b, loc, 1, 1));
+            LLVM::InlineAsmOp::create(b, loc, TypeRange{}, ValueRange{dst, src, ignore},
+                                      "cp.async.cg.shared.global [$0], [$1], 16, $2;", "r,l,b",
+                                      /*has_side_effects=*/true, /*is_align_stack=*/false,
+                                      LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
+                                      ArrayAttr());
+            return;
+          }
+          {
+            // Elements of the run inside the matrix, 0 .. run.
+            Value left = arith::MaxSIOp::create(
+                b, loc,
+                arith::MinSIOp::create(b, loc, arith::SubIOp::create(b, loc, validInner, inner32),
+                                       i32Constant(b, loc, plan.run)),
+                zero);
+            Value size = arith::SelectOp::create(
+                b, loc, on, arith::MulIOp::create(b, loc, left, i32Constant(b, loc, bytes)), zero);
+            LLVM::CallIntrinsicOp::create(b, loc, b.getStringAttr("llvm.nvvm.cp.async.cg.shared.global.16.s"),
+                                          ValueRange{dst, src, size});
+          }
         };
         whereRunExists(b, loc, plan, r, copy);
       }
