@@ -484,6 +484,16 @@ TEST(GpuCodegen, NvidiaMatmulLoopReadsTheNextTilesFragmentsDuringTheLastStep) {
     EXPECT_NE(loop.find("mma.sync", barrier), std::string::npos) << dtype << ": a k step after the barrier";
     if (!int8)
       EXPECT_NE(loop.find("ldmatrix", barrier), std::string::npos) << dtype << ": next fragments after it";
+    // With M, N and K multiples of 16 as well, runs are whole: each copy is all or
+    // nothing through its ignore-src predicate, with no byte count selected at run time
+    // and the bounds compared in 32 bits.
+    config["divisibility_16"] = 0b111111;
+    std::string whole = mainLoopOf(stage(compileMatmul(target, dtype, config), "asm"));
+    EXPECT_GT(occurrences(whole, "cp.async.cg.shared.global"), 0) << dtype;
+    EXPECT_EQ(occurrences(whole, "cp.async.cg.shared.global"), occurrences(whole, ", 16, %p"))
+        << dtype << ": copies without the ignore-src predicate\n" << whole;
+    EXPECT_EQ(occurrences(whole, "selp.b32") + occurrences(whole, "setp.lt.s64") + occurrences(whole, "setp.lt.u64"), 0)
+        << dtype << ": run-time byte counts or 64-bit bound checks in the loop\n" << whole;
   }
 }
 

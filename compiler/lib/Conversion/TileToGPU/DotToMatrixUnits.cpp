@@ -445,10 +445,11 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
   ///
   /// The copies sit among the matrix instructions of the main loop, so their bookkeeping
   /// is kept to what the hardware needs: the bounds are compared in 32 bits (a tile's
-  /// valid lanes never exceed its extent), and where runs are whole a run's byte count
-  /// is 16 or 0 from one predicate, which ptxas turns into the copy's own zero-fill
-  /// predicate. A copy of 0 bytes reads no memory (cp.async's src-size), so its address
-  /// needs no clamping.
+  /// valid lanes never exceed its extent), and where runs are whole, a run is all 16
+  /// bytes or none through the copy's own ignore-src predicate. (A byte count of
+  /// select(on, 16, 0) is folded by LLVM into a chain of selects that ptxas turns back
+  /// into a predicate, two instructions per condition.) A copy that ignores its source,
+  /// or copies 0 bytes of it, reads no memory, so its address needs no clamping.
   void copyRuns(OpBuilder &b, Location loc, const OperandPlan &plan, const OperandView &view,
                 Type element, Value buffer, Value slot, Value inRange) const {
     int64_t bytes = elementBytes(element);
@@ -468,8 +469,6 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
                                 arith::ExtUIOp::create(b, loc, i64, inner32));
           Value dst = sharedPtr(b, loc, plan.shared, buffer, slotBase, element, outer32, inner32);
           if (plan.wholeRuns) {
-            // All 16 bytes or none: the copy's ignore-src predicate, kept a predicate
-            // (a byte count of select(on, 16, 0) becomes a chain of selects in LLVM).
             on = arith::AndIOp::create(
                 b, loc, on, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, inner32, validInner));
             Value ignore = arith::XOrIOp::create(b, loc, on, arith::ConstantIntOp::create(b, loc, 1, 1));
@@ -480,18 +479,16 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
                                       ArrayAttr());
             return;
           }
-          {
-            // Elements of the run inside the matrix, 0 .. run.
-            Value left = arith::MaxSIOp::create(
-                b, loc,
-                arith::MinSIOp::create(b, loc, arith::SubIOp::create(b, loc, validInner, inner32),
-                                       i32Constant(b, loc, plan.run)),
-                zero);
-            Value size = arith::SelectOp::create(
-                b, loc, on, arith::MulIOp::create(b, loc, left, i32Constant(b, loc, bytes)), zero);
-            LLVM::CallIntrinsicOp::create(b, loc, b.getStringAttr("llvm.nvvm.cp.async.cg.shared.global.16.s"),
-                                          ValueRange{dst, src, size});
-          }
+          // The run's elements inside the matrix, 0 .. run, are copied; the rest is zero.
+          Value left = arith::MaxSIOp::create(
+              b, loc,
+              arith::MinSIOp::create(b, loc, arith::SubIOp::create(b, loc, validInner, inner32),
+                                     i32Constant(b, loc, plan.run)),
+              zero);
+          Value size = arith::SelectOp::create(
+              b, loc, on, arith::MulIOp::create(b, loc, left, i32Constant(b, loc, bytes)), zero);
+          LLVM::CallIntrinsicOp::create(b, loc, b.getStringAttr("llvm.nvvm.cp.async.cg.shared.global.16.s"),
+                                        ValueRange{dst, src, size});
         };
         whereRunExists(b, loc, plan, r, copy);
       }
