@@ -7,7 +7,10 @@ torch.compile(backend="inductor") and under torch.compile(backend="tile"): forwa
                                                  [--no-first-bias]
 
 --no-first-bias drops the first layer's bias, so that its mm and the leaky_relu fuse into
-tile.matmul_leaky_relu (tile's kernel has no bias to add before the activation). Prints a
+tile.matmul_leaky_relu (tile's kernel has no bias to add before the activation).
+--backend-matmul is torch_tile.config.backend_matmul for the tile variant: "always" (the
+default, every GEMM on tile: tile's kernels against Inductor's), or "auto" (tile only where
+its verdict says it wins) and "never", written with a suffix of their own. Prints a
 table, writes results/bench_backend_<device>_<dtype>.json and .png; speed-ups are eager's
 time over each compiled one. Each compiled variant is checked against eager first, and its
 first call (the compile) is timed apart.
@@ -21,7 +24,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-import torch_tile  # noqa: F401
+import torch_tile
 
 from common import median_seconds, write_results
 
@@ -49,6 +52,8 @@ def parse_args():
     parser.add_argument("--size", type=int, nargs=3, action="append", metavar=("BATCH", "DIM",
                         "HIDDEN"), help="replaces the default sizes; repeatable")
     parser.add_argument("--no-first-bias", action="store_true")
+    parser.add_argument("--backend-matmul", choices=torch_tile.config.BACKEND_MATMUL_CHOICES,
+                        default="always")
     parser.add_argument("--budget", type=float, default=1.0,
                         help="seconds of timed calls per measurement, at least 10 calls")
     parser.add_argument("--threads", type=int, help="torch.set_num_threads before running")
@@ -129,6 +134,7 @@ def measure(size, dtype, device, args):
 
 def main():
     args = parse_args()
+    torch_tile.config.backend_matmul = args.backend_matmul
     if args.threads:
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)
@@ -136,7 +142,8 @@ def main():
     sizes = [tuple(s) for s in args.size] if args.size else SIZES
 
     print(f"{args.dtype} on {device}, {torch.get_num_threads()} threads, first layer "
-          f"{'without' if args.no_first_bias else 'with'} bias")
+          f"{'without' if args.no_first_bias else 'with'} bias, backend_matmul="
+          f"{args.backend_matmul}")
     print(f"{'batch x dim x hidden':<22} {'workload':<8} {'eager ms':>9} {'inductor ms':>12} "
           f"{'tile ms':>9} {'inductor x':>10} {'tile x':>7} {'tile/inductor':>13}")
     rows = []
@@ -162,11 +169,15 @@ def main():
         axis.set_ylabel("speed-up over eager")
 
     suffix = "_no_first_bias" if args.no_first_bias else ""
+    if args.backend_matmul != "always":
+        suffix += f"_{args.backend_matmul}"
     json_path = write_results(f"bench_backend_{device.type}_{args.dtype}{suffix}", device,
                               rows, plot)
     record = json.loads(json_path.read_text())
     record.update(dtype=args.dtype, first_bias=not args.no_first_bias,
-                  negative_slope=0.01)
+                  negative_slope=0.01, backend_matmul=args.backend_matmul)
+    if args.backend_matmul == "auto":
+        record["verdicts"] = torch_tile.runtime.backend_verdicts()
     json_path.write_text(json.dumps(record, indent=2) + "\n")
     print(f"wrote {json_path} and {json_path.with_suffix('.png').name}")
 

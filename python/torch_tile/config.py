@@ -33,6 +33,7 @@ MATMUL_KNOBS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_st
                 "waves_per_eu", "matrix_instr_nonkdim", "kpack")
 TARGET_FAMILIES = ("cpu", "hip", "cuda")
 TUNABLE_OPS = ("matmul",)  # matmul_leaky_relu shares matmul's candidates
+BACKEND_MATMUL_CHOICES = ("auto", "always", "never")
 
 
 def _configs(*rows, keys):
@@ -64,7 +65,8 @@ _CPU_MATMUL = _configs(
     (8, 32, 256), (8, 32, 128), (8, 16, 256), (4, 64, 256), (16, 32, 128), (4, 32, 256),
     keys=("BLOCK_M", "BLOCK_N", "BLOCK_K"))
 
-# name -> (default, type, what it does). The defaults before any environment override.
+# name -> (default, type, what it does); a tuple for the type lists the values allowed.
+# The defaults before any environment override.
 _OPTIONS = {
     "autotune": (False, bool,
                  "benchmark the candidate configs on the first call of each (op, shape bucket, "
@@ -77,6 +79,11 @@ _OPTIONS = {
                                      "cuda": _CUDA_MATMUL}}, dict,
                          "candidate configs per op and target family (cpu, hip, cuda); "
                          "matmul_leaky_relu shares matmul's"),
+    "backend_matmul": ("auto", BACKEND_MATMUL_CHOICES,
+                       "which GEMMs (mm, addmm, mm + leaky_relu) the tile rewrites of "
+                       "backend=\"tile\" and torch_tile.inductor.install() put on tile: "
+                       "'auto' where tile was measured faster on this device for the shape "
+                       "bucket and dtype, 'always' every eligible one, 'never' none"),
     "cache_dir": (None, str,
                   "folder of the kernel and autotuning cache; None: $TILE_CACHE_DIR, else "
                   "~/.cache/torch_tile; '': no disk cache"),
@@ -103,6 +110,11 @@ def _check(name, value):
             raise ValueError(f"torch_tile.config.{name} must be a number of seconds >= 0 "
                              f"(inf: never), got {value!r}")
         return float(value)
+    if isinstance(kind, tuple):
+        if not isinstance(value, str) or value not in kind:
+            raise ValueError(f"torch_tile.config.{name} must be one of "
+                             f"{', '.join(map(repr, kind))}, got {value!r}")
+        return value
     if kind is str:
         if not isinstance(value, (str, os.PathLike)):
             raise TypeError(f"torch_tile.config.{name} must be a path or None, got {value!r}")
@@ -157,6 +169,8 @@ def _from_environment(name):
             return lowered in ("1", "true", "on", "yes")
         if kind is float:
             return _check(name, float(text))
+        if isinstance(kind, tuple):
+            return _check(name, text.strip())
         if kind is str:
             return text
         return _check(name, json.loads(text))

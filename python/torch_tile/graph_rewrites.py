@@ -9,10 +9,15 @@ addmm. There, leaky_relu(x, slope) is decomposed into where(gt(x, 0), x, mul(x, 
 its backward reads the mask gt(x, 0), which the forward computes and saves. (On the joint
 graph that mask could be recomputed in the backward from the fused output, saving one byte
 per element; not worth a second place to rewrite.)
+
+Which GEMMs move to tile is torch_tile.config.backend_matmul's: every eligible one
+("always"), none ("never"), or those whose shape bucket tile was measured to win on this
+device ("auto", backend_choice.py).
 """
 
 import logging
 import math
+from collections.abc import Callable
 
 import torch
 from torch._guards import detect_fake_mode
@@ -20,6 +25,8 @@ from torch._inductor.custom_graph_pass import CustomGraphPass, get_hash_for_file
 from torch._prims_common import is_contiguous_or_false
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 from torch.fx.experimental.symbolic_shapes import statically_known_true, sym_eq
+
+from . import backend_choice, config
 
 aten = torch.ops.aten
 tile = torch.ops.tile
@@ -41,6 +48,9 @@ DEVICE_TYPES = ("cpu", "cuda")
 # (results/bench_vector_add_cuda.json); Inductor's own add was not timed there. List a
 # device here once a measurement shows a size from which tile wins.
 VECTOR_ADD_MIN_ELEMENTS: dict[str, int] = {}
+
+# Whether to put a GEMM on tile: (op name, fake a, fake b) -> bool. None: every eligible one.
+GemmFilter = Callable[[str, torch.Tensor, torch.Tensor], bool] | None
 
 # Kernels Inductor calls as they are: no pointwise kernel fuses into their inputs or outputs.
 _TILE_OPS = (tile.matmul.default, tile.matmul_leaky_relu.default, tile.vector_add.default)
@@ -92,11 +102,12 @@ def _leaky_relu_parts(where):
     return x, float(slope), mask, scaled
 
 
-def fuse_matmul_leaky_relu(graph: torch.fx.Graph) -> int:
+def fuse_matmul_leaky_relu(graph: torch.fx.Graph, wanted: GemmFilter = None) -> int:
     """leaky_relu(mm(a, b)) -> tile.matmul_leaky_relu(a, b); returns how many were fused.
 
-    Only where nothing else reads mm's output. The backward's mask gt(mm, 0) may read the
-    fused output instead when slope >= 0: the output is then > 0 exactly where mm's is.
+    Only where nothing else reads mm's output, and `wanted` accepts it. The backward's mask
+    gt(mm, 0) may read the fused output instead when slope >= 0: the output is then > 0
+    exactly where mm's is.
     """
     fused_count = 0
     for where in list(graph.nodes):
@@ -113,6 +124,8 @@ def fuse_matmul_leaky_relu(graph: torch.fx.Graph) -> int:
         masks_read_elsewhere = any(set(m.users) != {where} for m in masks)
         if masks_read_elsewhere and slope < 0:
             continue
+        if wanted is not None and not wanted("matmul_leaky_relu", *map(_val, x.args)):
+            continue
         fused = _insert_after(x, tile.matmul_leaky_relu.default, (*x.args, slope))
         where.replace_all_uses_with(fused)
         graph.erase_node(where)
@@ -127,8 +140,9 @@ def fuse_matmul_leaky_relu(graph: torch.fx.Graph) -> int:
     return fused_count
 
 
-def matmul_to_tile(graph: torch.fx.Graph) -> int:
-    """mm(a, b) -> tile.matmul(a, b), addmm(bias, a, b) -> tile.matmul(a, b) + bias.
+def matmul_to_tile(graph: torch.fx.Graph, wanted: GemmFilter = None) -> int:
+    """mm(a, b) -> tile.matmul(a, b), addmm(bias, a, b) -> tile.matmul(a, b) + bias, where
+    `wanted` accepts the GEMM.
 
     The bias is a plain aten add, so Inductor fuses it into the pointwise ops after it.
     """
@@ -145,6 +159,8 @@ def matmul_to_tile(graph: torch.fx.Graph) -> int:
         else:
             continue
         if not _is_tile_matmul(a, b):
+            continue
+        if wanted is not None and not wanted("matmul", _val(a), _val(b)):
             continue
         product = _insert_after(node, tile.matmul.default, (a, b))
         result = product if bias is None else _insert_after(product, aten.add.Tensor,
@@ -189,23 +205,52 @@ def add_to_vector_add(graph: torch.fx.Graph, min_elements: dict[str, int]) -> in
 
 
 class TileRewritePass(CustomGraphPass):
-    """The rewrites above as an Inductor post-grad pass; `uuid` keys Inductor's caches."""
+    """The rewrites above as an Inductor post-grad pass; `uuid` keys Inductor's caches.
 
-    def __init__(self, *, matmul: bool, vector_add_min_elements: dict[str, int] | None = None):
+    matmul: whether plain mm and addmm move to tile (the mm + leaky_relu fusion always may).
+    backend_matmul: "auto", "always" or "never" for those GEMM rewrites; None follows
+    torch_tile.config.backend_matmul as it is at each compile.
+    """
+
+    def __init__(self, *, matmul: bool, vector_add_min_elements: dict[str, int] | None = None,
+                 backend_matmul: str | None = None):
+        if backend_matmul is not None and backend_matmul not in config.BACKEND_MATMUL_CHOICES:
+            raise ValueError(f"backend_matmul must be one of "
+                             f"{', '.join(map(repr, config.BACKEND_MATMUL_CHOICES))} or None, "
+                             f"got {backend_matmul!r}")
         self.matmul = matmul
         self.vector_add_min_elements = vector_add_min_elements or {}
+        self.backend_matmul = backend_matmul
+
+    def _backend_matmul(self) -> str:
+        return self.backend_matmul or config.backend_matmul
 
     def __call__(self, graph: torch.fx.Graph) -> None:
-        counts = {"matmul_leaky_relu": fuse_matmul_leaky_relu(graph)}
-        if self.matmul:
-            counts["matmul"] = matmul_to_tile(graph)
+        choice = self._backend_matmul()
+        counts = {}
+        if choice != "never":
+            wanted = backend_choice.tile_wins if choice == "auto" else None
+            counts["matmul_leaky_relu"] = fuse_matmul_leaky_relu(graph, wanted)
+            if self.matmul:
+                counts["matmul"] = matmul_to_tile(graph, wanted)
         if self.vector_add_min_elements:
             counts["vector_add"] = add_to_vector_add(graph, self.vector_add_min_elements)
-        log.debug("tile rewrites: %s", counts)
+        log.debug("tile rewrites (backend_matmul=%s): %s", choice, counts)
 
     def uuid(self) -> bytes:
-        settings = repr((self.matmul, sorted(self.vector_add_min_elements.items())))
-        return get_hash_for_files((__file__,), extra=settings)
+        # Inductor computes its cache key, this uuid in it, before the pass runs, so under
+        # "auto" the key holds the verdicts known then: this machine's (its devices, the
+        # compiler, torch, the tuning settings), from memory and from the disk cache. A
+        # compile that has to time a bucket stores its graph under the key of what was known
+        # before; a later compile with that same knowledge is on the same devices and
+        # settings, where it would time and decide the same (within noise). A process that
+        # knows the new verdict compiles once more, under a key that holds it. Bypassing the
+        # cache under "auto", the default, would recompile every graph in every process.
+        choice = self._backend_matmul()
+        verdicts = backend_choice.fingerprint() if choice == "auto" else None
+        settings = repr((self.matmul, sorted(self.vector_add_min_elements.items()), choice,
+                         verdicts))
+        return get_hash_for_files((__file__, backend_choice.__file__), extra=settings)
 
 
 class PassChain(CustomGraphPass):

@@ -5,7 +5,8 @@
 
 install() changes Inductor's config for this process:
 - post_grad_custom_post_pass gains graph_rewrites' mm + leaky_relu fusion into
-  tile.matmul_leaky_relu (a CustomGraphPass, so the FX graph cache keys on it);
+  tile.matmul_leaky_relu (a CustomGraphPass, so the FX graph cache keys on it), under
+  torch_tile.config.backend_matmul as the "tile" backend's rewrites are;
 - inductor_choices_class becomes gemm_choices.TileGemmChoices, which offers tile.matmul
   to max-autotune's GEMM benchmarking while max_autotune or max_autotune_gemm is on and
   "TILE" is in max_autotune_gemm_backends;
@@ -39,6 +40,11 @@ def install() -> None:
                  "inductor_choices_class": config.inductor_choices_class,
                  "max_autotune_gemm_backends": config.max_autotune_gemm_backends,
                  "choices_handler": V.choices}
+    # The fusion puts the GEMM on tile's kernel, as the "tile" backend's rewrites do, and
+    # loses as they do where tile's GEMM is slower than aten's (cuBLAS on an H100), so it
+    # obeys the same backend_matmul and verdicts: read at each compile, as this pass stays
+    # installed across config changes. max-autotune's tile.matmul needs no verdict:
+    # Inductor times it against its own GEMMs and keeps the faster.
     fusion = TileRewritePass(matmul=False)
     config.post_grad_custom_post_pass = chain_after(config.post_grad_custom_post_pass, fusion)
     if config.inductor_choices_class is None:

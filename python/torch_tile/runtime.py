@@ -1,4 +1,5 @@
-"""What the tile runtime knows: the host target, kernel cache counters."""
+"""What the tile runtime knows: the host target, kernel cache counters, autotuning and the
+"tile" backend's verdicts."""
 
 import json
 
@@ -43,3 +44,45 @@ def autotune_stats() -> dict:
 def clear_tuning() -> None:
     """Forget the autotuning winners held in memory (those on disk stay)."""
     torch.ops.tile_runtime.clear_tuning()
+
+
+def backend_verdicts() -> list[dict]:
+    """The "tile" backend's verdicts known to this process (torch_tile.config.backend_matmul
+    = "auto"), one dict each. What was measured: ``op`` ("matmul" or "matmul_leaky_relu"),
+    ``dtype`` ("float32"), ``bucket`` ((M, N, K), each the next power of two, as the
+    autotuner buckets), ``layout`` (a's then b's: N row-major, T column-major, S other). Where:
+    ``device_type``, ``device`` (the CPU target or the GPU's name or arch), ``threads`` (CPU),
+    ``compiler``, ``build``, ``torch``, ``tuning``. The result: ``tile_ms`` and ``aten_ms``
+    (median milliseconds per call; None when not measured here), ``choice`` ("tile" or
+    "aten") and ``source``: "timed" in this process, "disk" from the disk cache, "set" by
+    set_backend_verdict(), "failed" when tile could not be timed (aten's GEMM is kept).
+    """
+    from . import backend_choice
+
+    return backend_choice.verdicts()
+
+
+def backend_verdict_stats() -> dict:
+    """Verdict counters since the last clear_backend_verdicts(): ``{"timed": verdicts
+    measured, "disk_loads": verdicts read from the disk cache, "disk_rejected": verdict files
+    ignored as damaged, foreign or unreadable}``."""
+    from . import backend_choice
+
+    return backend_choice.stats()
+
+
+def set_backend_verdict(op: str, dtype: torch.dtype, shape: tuple[int, int, int], choice: str,
+                        *, device="cpu", layout: str = "NN") -> None:
+    """Pins, in memory, the verdict ("tile" or "aten") of the bucket of `shape` (M, N, K) for
+    `op` on `device` (as it is now: threads, tuning settings); the disk cache is untouched."""
+    from . import backend_choice
+
+    backend_choice.set_verdict(op, dtype, shape, choice, device=device, layout=layout)
+
+
+def clear_backend_verdicts() -> None:
+    """Forget the verdicts held in memory and their counters (those on disk stay, and are
+    read again when needed)."""
+    from . import backend_choice
+
+    backend_choice.clear()

@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from torch._dynamo.testing import CompileCounterWithBackend
 from torch._inductor.utils import run_and_get_code
 
+import torch_tile
 from torch_tile import graph_rewrites
 
 
@@ -36,6 +37,14 @@ def fresh_compiles():
             torch._functorch.config.patch(enable_autograd_cache=False):
         yield
     torch._dynamo.reset()
+
+
+@pytest.fixture(autouse=True)
+def every_gemm_on_tile():
+    """These tests check what the rewrites do to each GEMM, so every eligible one is
+    rewritten, however fast tile is on this machine (test_backend_choice.py tests "auto")."""
+    with torch_tile.config.patch(backend_matmul="always"):
+        yield
 
 
 def relative_error(got, want):

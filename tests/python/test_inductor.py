@@ -87,6 +87,7 @@ def test_pass_uuids_are_stable_and_tell_settings_apart():
         matmul=True, vector_add_min_elements={"cpu": 0}).uuid()
 
 
+@torch_tile.config.patch(backend_matmul="always")  # the fusion wherever eligible
 def test_default_inductor_fuses_matmul_leaky_relu_after_install():
     torch_tile.inductor.install()
 
