@@ -1,4 +1,5 @@
 // tile_runtime::* ops: what the runtime knows, for the Python package and the demo.
+#include "runtime/BuildId.h"
 #include "runtime/DiskCache.h"
 #include "runtime/GpuDriver.h"
 #include "runtime/KernelCache.h"
@@ -42,6 +43,8 @@ void clearCache() { tile::runtime::KernelCache::global().clear(); }
 
 std::string compilerVersion() { return tile::compilerVersion(); }
 
+std::string coreBuildId() { return tile::runtime::coreBuildId(); }
+
 } // namespace
 
 TORCH_LIBRARY(tile_runtime, m) {
@@ -49,6 +52,8 @@ TORCH_LIBRARY(tile_runtime, m) {
   m.def("cache_stats() -> str", cacheStats);
   m.def("clear_cache() -> ()", clearCache);
   m.def("compiler_version() -> str", compilerVersion);
+  // The build of the loaded compiler core: the disk cache keys binaries by it.
+  m.def("core_build_id() -> str", coreBuildId);
   m.def("cache_dir() -> str", cacheDir);
   m.def("driver_status(str driver, str torch_lib_dir) -> str", driverStatus);
 }

@@ -34,7 +34,6 @@ import tempfile
 import threading
 import time
 import warnings
-from pathlib import Path
 
 import torch
 
@@ -73,8 +72,6 @@ CHOICES = ("tile", "aten")
 # The fields of a key that describe where it was measured, as opposed to what.
 CONTEXT_FIELDS = ("device_type", "device", "threads", "compiler", "build", "torch", "tuning")
 
-_LIB_DIR = Path(__file__).resolve().parent / "lib"
-
 # Verdicts by key text; each {"key": {...}, "tile_ms", "aten_ms", "choice", "source"}.
 _verdicts: dict[str, dict] = {}
 # Files already read, by path, with the (mtime, size, inode) they had: each is read (and a
@@ -83,41 +80,6 @@ _files_read: dict[str, tuple] = {}
 _stats = {"timed": 0, "disk_loads": 0, "disk_rejected": 0}
 # One verdict is timed at a time: two timings side by side would slow each other.
 _lock = threading.RLock()
-
-
-@functools.cache
-def _core_build_id() -> str:
-    """The GNU build id of libtorch_tile_core.so, as the C++ runtime keys its tuning winners
-    by it: a rebuilt compiler with the same version number makes other kernels."""
-    try:
-        with open(_LIB_DIR / "libtorch_tile_core.so", "rb") as elf:
-            header = elf.read(64)
-            # 64-bit little-endian ELF, what the library is built as on Linux x86-64 and
-            # aarch64; anything else keys as the C++ runtime does without a note.
-            if header[:4] != b"\x7fELF" or header[4] != 2 or header[5] != 1:
-                return "no-build-id"
-            phoff = int.from_bytes(header[32:40], "little")
-            phentsize = int.from_bytes(header[54:56], "little")
-            phnum = int.from_bytes(header[56:58], "little")
-            for index in range(phnum):
-                elf.seek(phoff + index * phentsize)
-                entry = elf.read(56)
-                if int.from_bytes(entry[0:4], "little") != 4:  # PT_NOTE
-                    continue
-                elf.seek(int.from_bytes(entry[8:16], "little"))
-                notes = elf.read(int.from_bytes(entry[32:40], "little"))
-                at = 0
-                while at + 12 <= len(notes):
-                    namesz, descsz, kind = (int.from_bytes(notes[at + i:at + i + 4], "little")
-                                            for i in (0, 4, 8))
-                    name_at = at + 12
-                    desc_at = name_at + (namesz + 3) // 4 * 4
-                    if kind == 3 and notes[name_at:name_at + namesz] == b"GNU\0":  # build id
-                        return notes[desc_at:desc_at + descsz].hex()
-                    at = desc_at + (descsz + 3) // 4 * 4
-    except OSError:
-        pass
-    return "no-build-id"
 
 
 @functools.cache
@@ -145,7 +107,7 @@ def _context(device: torch.device) -> dict:
     else:
         name, threads, family = runtime.host_target(), torch.get_num_threads(), "cpu"
     return {"device_type": device.type, "device": name, "threads": threads,
-            "compiler": runtime.compiler_version(), "build": _core_build_id(),
+            "compiler": runtime.compiler_version(), "build": runtime.core_build_id(),
             "torch": torch.__version__, "tuning": _tuning(family)}
 
 

@@ -29,6 +29,12 @@ def compiler_version() -> str:
     return torch.ops.tile_runtime.compiler_version()
 
 
+def core_build_id() -> str:
+    """The GNU build id of the loaded compiler core (hex): it changes with every rebuild,
+    and the disk cache keys compiled kernels and tuning winners by it."""
+    return torch.ops.tile_runtime.core_build_id()
+
+
 def cache_dir() -> str:
     """The disk cache folder: ``$TILE_CACHE_DIR``, else ``~/.cache/torch_tile``."""
     return torch.ops.tile_runtime.cache_dir()
