@@ -21,6 +21,8 @@ import torch_tile
 from torch_tile import backend_choice, config, runtime
 from torch_tile.graph_rewrites import TileRewritePass
 
+from test_backend import training_step
+
 ROOT = Path(__file__).resolve().parents[2]
 F32 = torch.float32
 
@@ -119,14 +121,6 @@ class MLP(nn.Module):
 
     def forward(self, x):
         return self.down(F.leaky_relu(self.up(x), 0.1)) + x
-
-
-def training_step(model, x, out_grad):
-    model.zero_grad()
-    x.grad = None
-    out = model(x.requires_grad_())
-    out.backward(out_grad)
-    return [out, x.grad] + [p.grad for p in model.parameters()]
 
 
 @pytest.mark.parametrize("setting", ["always", "never"])
