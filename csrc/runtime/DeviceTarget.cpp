@@ -3,6 +3,8 @@
 #include "tile/Target/GpuArch.h"
 
 #include <cstdlib>
+#include <cstring>
+#include <mutex>
 #include <stdexcept>
 
 using namespace tile;
@@ -30,4 +32,30 @@ Target runtime::deviceTarget(TargetKind kind, const std::string &gcnArchName, in
                              supported + ")");
   }
   return target;
+}
+
+const Target &runtime::cpuTarget() {
+  const Target &host = Target::host();
+  const char *forced = std::getenv("TILE_TARGET");
+  if (!forced || !*forced)
+    return host;
+  // The text last found acceptable: a cache hit compares, it does not parse.
+  static std::mutex mutex;
+  static std::string accepted;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (accepted == forced)
+    return host;
+  Target target;
+  try {
+    target = Target::parse(forced);
+  } catch (const std::invalid_argument &error) {
+    throw std::invalid_argument(std::string("TILE_TARGET=") + forced + ": " + error.what());
+  }
+  if (target.kind == TargetKind::Cpu && (target.arch != host.arch || target.features != host.features))
+    throw std::invalid_argument(std::string("TILE_TARGET=") + forced + " names a CPU other than this host (" +
+                                host.str() + "): CPU kernels run on the host; TILE_TARGET picks the target "
+                                "of GPU devices (python -m torch_tile compile --target compiles for "
+                                "another CPU)");
+  accepted = forced;
+  return host;
 }

@@ -13,6 +13,13 @@ namespace tile::runtime {
 /// compile for, naming the supported ones, and for a TILE_TARGET of the other kind.
 Target deviceTarget(TargetKind kind, const std::string &gcnArchName, int major, int minor);
 
+/// The target CPU kernels are compiled for: always the host, since they run in this
+/// process. $TILE_TARGET is for GPU devices and may name any GPU target, or the host
+/// itself; text that is no target, or another CPU, throws std::invalid_argument naming
+/// the variable rather than being ignored (a kernel for another CPU could use
+/// instructions this one lacks).
+const Target &cpuTarget();
+
 } // namespace tile::runtime
 
 #endif

@@ -3,6 +3,7 @@
 #include "MatmulCall.h"
 #include "MatmulTuning.h"
 #include "runtime/CpuLauncher.h"
+#include "runtime/DeviceTarget.h"
 #include "runtime/KernelCache.h"
 
 #include <ATen/Parallel.h>
@@ -12,7 +13,7 @@ namespace {
 
 at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
                      std::optional<double> negativeSlope, std::optional<at::ScalarType> outDtype) {
-  const auto &target = tile::Target::host();
+  const auto &target = tile::runtime::cpuTarget();
   auto call = tile::binding::prepareMatmul(op, a, b, negativeSlope, outDtype, target,
                                            /*contiguousRowsOfB=*/true);
   if (call->programs == 0)

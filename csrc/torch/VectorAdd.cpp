@@ -2,6 +2,7 @@
 #include "DTypes.h"
 #include "VectorAddChecks.h"
 #include "runtime/CpuLauncher.h"
+#include "runtime/DeviceTarget.h"
 #include "runtime/KernelCache.h"
 
 #include <ATen/Parallel.h>
@@ -39,7 +40,7 @@ at::Tensor vectorAddCpu(const at::Tensor &a, const at::Tensor &b) {
     return out;
 
   auto spec = vectorAddSpec(a.scalar_type(), numel);
-  auto kernel = KernelCache::global().get(spec, tile::Target::host());
+  auto kernel = KernelCache::global().get(spec, tile::runtime::cpuTarget());
 
   int64_t block = spec.config.at("BLOCK_SIZE");
   int64_t programs = (numel + block - 1) / block;

@@ -17,7 +17,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv > "$out/gpu.tx
 
 case "$part" in
 checks)
-  timeout 300 python3 -m pytest -q -rs tests/python/test_gpu.py 2>&1 | tee "$out/test_gpu.log" | tail -15
+  timeout 540 python3 -m pytest -q -rs tests/python/test_gpu.py 2>&1 | tee "$out/test_gpu.log" | tail -15
   # Counters of the default fp16 kernel at 4096^3: tensor-pipe use, shared-memory bank
   # conflicts, stall reasons (ncu, clocks left alone).
   timeout 200 ncu --clock-control none -k regex:matmul -s 2 -c 1 \

@@ -148,3 +148,25 @@ def test_leaving_an_op_out_of_autotune_configs_drops_its_candidates(tmp_path):
         a = torch.randn(48, 48)
         torch.testing.assert_close(torch.ops.tile.matmul(a, a), a @ a, rtol=1e-5, atol=1e-5)
     assert runtime.autotune_stats()["benchmarked"] == before["benchmarked"]
+
+
+@pytest.mark.parametrize("text, problem", [("garbage", "unknown target"),
+                                           ("cpu:nonsense", "a CPU other than this host")])
+def test_tile_target_that_is_no_target_or_another_cpu_is_refused_on_the_cpu(monkeypatch, text,
+                                                                           problem):
+    # CPU kernels always run on the host: TILE_TARGET is for GPU devices, and text that
+    # cannot apply is named rather than ignored.
+    monkeypatch.setenv("TILE_TARGET", text)
+    a, b = torch.randn(5, 3), torch.randn(3, 4)
+    with pytest.raises(ValueError, match=f"TILE_TARGET={text}.*{problem}"):
+        torch.ops.tile.matmul(a, b)
+    with pytest.raises(ValueError, match=f"TILE_TARGET={text}"):
+        torch.ops.tile.vector_add(a, a)
+
+
+@pytest.mark.parametrize("text", ["hip:gfx942", "cuda:sm_90", "cpu", "cpu:native", "host"])
+def test_tile_target_of_a_gpu_or_of_the_host_leaves_cpu_ops_working(monkeypatch, text):
+    monkeypatch.setenv("TILE_TARGET", runtime.host_target() if text == "host" else text)
+    a, b = torch.randn(5, 3), torch.randn(3, 4)
+    torch.testing.assert_close(torch.ops.tile.matmul(a, b), a @ b, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(torch.ops.tile.vector_add(a, a), a + a)
