@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <string>
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
@@ -13,18 +14,9 @@ struct Search {
   std::string hex;
 };
 
-int visitModule(dl_phdr_info *info, size_t, void *data) {
-  auto *search = static_cast<Search *>(data);
-  bool containsAddress = false;
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const auto &header = info->dlpi_phdr[i];
-    auto begin = info->dlpi_addr + header.p_vaddr;
-    auto address = reinterpret_cast<ElfW(Addr)>(search->address);
-    if (header.p_type == PT_LOAD && address >= begin && address < begin + header.p_memsz)
-      containsAddress = true;
-  }
-  if (!containsAddress)
-    return 0;
+/// The GNU build id note of a loaded module as hex, or "" without one.
+std::string buildIdOf(const dl_phdr_info *info) {
+  std::string hex;
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const auto &header = info->dlpi_phdr[i];
     if (header.p_type != PT_NOTE)
@@ -40,14 +32,42 @@ int visitModule(dl_phdr_info *info, size_t, void *data) {
         char byte[3];
         for (unsigned j = 0; j < nhdr->n_descsz; ++j) {
           std::snprintf(byte, sizeof(byte), "%02x", desc[j]);
-          search->hex += byte;
+          hex += byte;
         }
-        return 1;
+        return hex;
       }
       note = reinterpret_cast<const char *>(desc) + ((nhdr->n_descsz + 3) & ~3u);
     }
   }
+  return hex;
+}
+
+int visitModule(dl_phdr_info *info, size_t, void *data) {
+  auto *search = static_cast<Search *>(data);
+  bool containsAddress = false;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const auto &header = info->dlpi_phdr[i];
+    auto begin = info->dlpi_addr + header.p_vaddr;
+    auto address = reinterpret_cast<ElfW(Addr)>(search->address);
+    if (header.p_type == PT_LOAD && address >= begin && address < begin + header.p_memsz)
+      containsAddress = true;
+  }
+  if (!containsAddress)
+    return 0;
+  search->hex = buildIdOf(info);
   return 1;
+}
+
+/// Appends "<file name>=<build id>;" for the shared LLVM and MLIR libraries.
+int visitToolchain(dl_phdr_info *info, size_t, void *data) {
+  auto *ids = static_cast<std::string *>(data);
+  std::string path = info->dlpi_name ? info->dlpi_name : "";
+  std::string file = path.substr(path.find_last_of('/') + 1);
+  if (file.rfind("libLLVM", 0) == 0 || file.rfind("libMLIR", 0) == 0) {
+    std::string id = buildIdOf(info);
+    *ids += file + "=" + (id.empty() ? "no-build-id" : id) + ";";
+  }
+  return 0;
 }
 
 } // namespace
@@ -61,4 +81,13 @@ const std::string &tile::runtime::coreBuildId() {
     return search.hex.empty() ? std::string("no-build-id") : search.hex;
   }();
   return id;
+}
+
+const std::string &tile::runtime::linkedToolchainIds() {
+  static const std::string ids = [] {
+    std::string found;
+    dl_iterate_phdr(visitToolchain, &found);
+    return found;
+  }();
+  return ids;
 }

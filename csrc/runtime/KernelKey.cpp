@@ -12,9 +12,10 @@
 using namespace tile;
 
 const std::vector<std::string> &runtime::codegenEnvironment() {
-  // TILE_TARGET picks the target of offline compiles; any variable that later changes
-  // code generation belongs here too, or two different binaries would share a key.
-  static const std::vector<std::string> names = {"TILE_TARGET"};
+  // TILE_TARGET picks the target of offline compiles; TILE_ROCM_DEVICE_LIBS the ocml and
+  // ockl bitcode linked into AMD kernels. Any variable that later changes code generation
+  // belongs here too, or two different binaries would share a key.
+  static const std::vector<std::string> names = {"TILE_TARGET", "TILE_ROCM_DEVICE_LIBS"};
   return names;
 }
 
@@ -35,6 +36,7 @@ std::string runtime::kernelKey(const ops::KernelSpec &spec, const Target &target
   };
   field("compiler", compilerVersion());
   field("build", coreBuildId());
+  field("toolchain", linkedToolchainIds());
   field("op", spec.op);
   field("tile-ir", sha256Hex(tileIr));
   field("spec", spec.str());

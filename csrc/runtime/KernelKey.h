@@ -16,7 +16,8 @@ const std::vector<std::string> &codegenEnvironment();
 
 std::string sha256Hex(std::string_view data);
 
-/// sha256 over the compiler version and build id, the op and the hash of its tile IR,
+/// sha256 over the compiler version and build id, the shared LLVM/MLIR libraries' build
+/// ids, the op and the hash of its tile IR,
 /// the config and dtypes, the full target (with CPU or GPU features) and the codegen
 /// environment: equal keys mean interchangeable binaries.
 std::string kernelKey(const ops::KernelSpec &spec, const Target &target, std::string_view tileIr);

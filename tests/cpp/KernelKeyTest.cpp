@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 using namespace tile;
@@ -39,19 +40,33 @@ TEST(KernelKey, ChangesWithEveryInput) {
 }
 
 TEST(KernelKey, HashesTheCodegenEnvironment) {
-  ASSERT_FALSE(codegenEnvironment().empty());
-  const std::string &name = codegenEnvironment().front();
-  const char *saved = std::getenv(name.c_str());
-  std::string savedValue = saved ? saved : "";
-  unsetenv(name.c_str());
-  std::string unset = kernelKey(vectorAddSpec("f32"), Target::host(), kIr);
-  setenv(name.c_str(), "hip:gfx942", 1);
-  std::string set = kernelKey(vectorAddSpec("f32"), Target::host(), kIr);
-  if (saved)
-    setenv(name.c_str(), savedValue.c_str(), 1);
-  else
-    unsetenv(name.c_str());
-  EXPECT_NE(unset, set);
+  // The target override and the ROCm device libraries (linked ocml/ockl) both change
+  // the binary.
+  for (const char *name : {"TILE_TARGET", "TILE_ROCM_DEVICE_LIBS"}) {
+    ASSERT_NE(std::find(codegenEnvironment().begin(), codegenEnvironment().end(), name),
+              codegenEnvironment().end())
+        << name;
+    const char *saved = std::getenv(name);
+    std::string savedValue = saved ? saved : "";
+    unsetenv(name);
+    std::string unset = kernelKey(vectorAddSpec("f32"), Target::host(), kIr);
+    setenv(name, "hip:gfx942", 1);
+    std::string set = kernelKey(vectorAddSpec("f32"), Target::host(), kIr);
+    if (saved)
+      setenv(name, savedValue.c_str(), 1);
+    else
+      unsetenv(name);
+    EXPECT_NE(unset, set) << name;
+  }
+}
+
+TEST(KernelKey, NamesTheSharedLlvmAndMlirLibraries) {
+  // Debian's LLVM and MLIR are shared libraries: an update of either changes codegen
+  // under the same core build, so their build ids are part of every key.
+  const std::string &ids = linkedToolchainIds();
+  EXPECT_NE(ids.find("libLLVM"), std::string::npos) << ids;
+  EXPECT_NE(ids.find("libMLIR"), std::string::npos) << ids;
+  EXPECT_EQ(ids.find("no-build-id"), std::string::npos) << ids;
 }
 
 TEST(KernelKey, BuildIdComesFromTheLibrary) {
