@@ -123,9 +123,11 @@ at::Tensor vectorAddGpu(const at::Tensor &a, const at::Tensor &b) {
 
 at::Tensor matmulGpu(const char *op, const at::Tensor &a, const at::Tensor &b,
                      std::optional<double> negativeSlope, std::optional<at::ScalarType> outDtype) {
-  c10::cuda::CUDAGuard guard(a.device());
-  TORCH_CHECK(a.is_cuda() && b.is_cuda(), op, ": tensor a is on ", a.device(), " but b is on ",
+  // Before the guard: a guard built from a CPU `a` (the dispatcher picks this kernel for
+  // a CPU a with a GPU b) would raise torch's error instead of this one.
+  TORCH_CHECK(a.device() == b.device(), op, ": tensor a is on ", a.device(), " but b is on ",
               b.device());
+  c10::cuda::CUDAGuard guard(a.device());
   const tile::Target &target = targetOf(a.get_device());
   auto call = tile::binding::prepareMatmul(op, a, b, negativeSlope, outDtype, target,
                                            /*contiguousRowsOfB=*/false);

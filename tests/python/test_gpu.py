@@ -123,10 +123,17 @@ def test_cuda_graph_capture_and_replay():
 
 
 def test_gpu_and_cpu_operands_are_rejected():
-    with pytest.raises(RuntimeError, match="is on"):
+    with pytest.raises(RuntimeError, match="tensor a is on cuda:0 but b is on cpu"):
         torch.ops.tile.matmul(torch.randn(4, 4, device="cuda"), torch.randn(4, 4))
+    # A CPU a with a GPU b reaches the GPU kernel too: the op's own error, not a guard's.
+    with pytest.raises(RuntimeError, match="tensor a is on cpu but b is on cuda:0"):
+        torch.ops.tile.matmul(torch.randn(4, 4), torch.randn(4, 4, device="cuda"))
+    with pytest.raises(RuntimeError, match="tensor a is on cpu but b is on cuda:0"):
+        torch.ops.tile.matmul_leaky_relu(torch.randn(4, 4), torch.randn(4, 4, device="cuda"))
     with pytest.raises(RuntimeError, match="is on"):
         torch.ops.tile.vector_add(torch.randn(4, device="cuda"), torch.randn(4))
+    with pytest.raises(RuntimeError, match="tensor a is on cpu but b is on cuda:0"):
+        torch.ops.tile.vector_add(torch.randn(4), torch.randn(4, device="cuda"))
 
 
 def test_gradients_on_the_gpu():
