@@ -65,6 +65,16 @@ def test_second_process_loads_what_the_first_compiled(tmp_path):
     assert not second["warnings"]
 
 
+def assert_one_entry_refused(cache, *phrases):
+    """Runs a child on `cache`: it loads only the intact entry of two, and one warning holds
+    every phrase. Returns the child's report."""
+    report = run_child(cache)  # the child's own parity checks pass
+    assert report["stats"]["disk_loads"] == 1
+    assert any(all(phrase in w for phrase in phrases) for w in report["warnings"]), \
+        report["warnings"]
+    return report
+
+
 @pytest.mark.parametrize("damage", ["corrupt", "truncate", "drop_meta"])
 def test_damaged_entry_is_recompiled_not_loaded(tmp_path, damage):
     cache = tmp_path / "cache"
@@ -79,9 +89,7 @@ def test_damaged_entry_is_recompiled_not_loaded(tmp_path, damage):
         binary.write_bytes(binary.read_bytes()[:100])
     else:
         (victim / "meta.json").unlink()
-    again = run_child(cache)  # the child's own parity checks pass
-    assert again["stats"]["disk_loads"] == 1  # only the intact entry was loaded
-    assert any("recompiling" in w for w in again["warnings"]), again["warnings"]
+    assert_one_entry_refused(cache, "recompiling")
     third = run_child(cache)  # the replacement entry is whole
     assert third["stats"]["disk_loads"] == 2
 
@@ -109,9 +117,7 @@ def test_fifo_in_an_entry_is_refused_not_read(tmp_path, name):
     victim = entries(cache)[0] / name
     victim.unlink()
     os.mkfifo(victim, 0o600)
-    again = run_child(cache)
-    assert again["stats"]["disk_loads"] == 1
-    assert any("not made of regular files" in w for w in again["warnings"]), again["warnings"]
+    assert_one_entry_refused(cache, "not made of regular files")
     assert run_child(cache)["stats"]["disk_loads"] == 2  # replaced by a whole entry
 
 
@@ -132,9 +138,7 @@ def test_whole_entry_that_does_not_load_is_recompiled(tmp_path, payload):
         other_meta = json.loads((other / "meta.json").read_text())
         meta.update(kernel_name=other_meta["kernel_name"], entry_symbol=other_meta["entry_symbol"])
         (victim / "meta.json").write_text(json.dumps(meta))
-    again = run_child(cache)  # the child's own parity checks pass
-    assert again["stats"]["disk_loads"] == 1
-    assert any("does not load" in w and "recompiling" in w for w in again["warnings"]), again["warnings"]
+    assert_one_entry_refused(cache, "does not load", "recompiling")
     third = run_child(cache)
     assert third["stats"]["disk_loads"] == 2, "the entry was stored again, whole"
     assert not third["warnings"]
@@ -154,9 +158,7 @@ def test_non_folder_in_place_of_an_entry_is_replaced(tmp_path, kind):
         os.mkfifo(victim, 0o600)
     else:
         victim.symlink_to(outside)
-    again = run_child(cache)
-    assert again["stats"]["disk_loads"] == 1
-    assert any("is not a folder" in w for w in again["warnings"]), again["warnings"]
+    assert_one_entry_refused(cache, "is not a folder")
     assert outside.read_text() == "not ours to remove"
     assert run_child(cache)["stats"]["disk_loads"] == 2
 
@@ -204,9 +206,7 @@ def test_entry_writable_by_others_is_not_loaded(tmp_path):
     run_child(cache)
     victim = entries(cache)[0] / "binary"
     victim.chmod(0o666)
-    again = run_child(cache)
-    assert again["stats"]["disk_loads"] == 1
-    assert any("writable by others" in w for w in again["warnings"]), again["warnings"]
+    assert_one_entry_refused(cache, "writable by others")
 
 
 def test_concurrent_first_calls_all_succeed(tmp_path):
