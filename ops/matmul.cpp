@@ -7,8 +7,14 @@
 // output type, so leaky_relu sees the exact sum that torch's matmul would round.
 //
 // Arguments: a, b, c, M, N, K, then the strides (in elements) of a, b and c along their
-// two dimensions, then negative_slope (f32) for matmul_leaky_relu. Strides are
+// two dimensions, then negative_slope (f32) for matmul_leaky_relu, then, where the spec
+// names a third dtype (the bias's), the bias pointer and its stride. Strides are
 // arguments, so transposed and sliced views need no copy.
+//
+// The bias (length N) is added to the accumulator before the epilogue, in the
+// accumulator's type, as torch's addmm adds it before rounding. It is read as a
+// BLOCK_M x BLOCK_N block whose rows all point at the same N entries (row stride 0), so
+// that it arrives in the accumulator's own layout with no change of layout on GPUs.
 #include "ops/KernelBuilders.h"
 
 #include "tile/Analysis/Divisibility.h"
@@ -102,6 +108,29 @@ Value leakyRelu(OpBuilder &b, Location loc, Value acc, Value slope) {
   return arith::SelectOp::create(b, loc, positive, acc, scaled);
 }
 
+/// acc + bias[None, :] in the accumulator's type, the bias widened first (extf for
+/// floats, extsi for int8). Its lanes past N read nothing and add zero.
+Value addBias(MatmulBuilder &mb, Value acc, Value bias, Value biasStride, Value cols, Value n) {
+  OpBuilder &b = mb.b;
+  Location loc = mb.loc;
+  auto accType = cast<RankedTensorType>(acc.getType());
+  ArrayRef<int64_t> shape = accType.getShape();
+  int64_t width = shape[1];
+  Value offsets = arith::MulIOp::create(b, loc, cols, mb.splat(biasStride, {width}));
+  Value ptrs = tt::AddPtrOp::create(b, loc, mb.blockOf(shape, bias.getType()),
+                                    mb.splat(bias, shape), mb.spread(offsets, 0, shape));
+  Value colsIn = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, cols, mb.splat(n, {width}));
+  Value values = tt::LoadOp::create(b, loc, ptrs, mb.spread(colsIn, 0, shape));
+  Type element = cast<RankedTensorType>(values.getType()).getElementType();
+  Type accElement = accType.getElementType();
+  if (element != accElement)
+    values = isa<FloatType>(accElement)
+                 ? Value(arith::ExtFOp::create(b, loc, accType, values))
+                 : Value(arith::ExtSIOp::create(b, loc, accType, values));
+  return isa<FloatType>(accElement) ? Value(arith::AddFOp::create(b, loc, acc, values))
+                                    : Value(arith::AddIOp::create(b, loc, acc, values));
+}
+
 Value castAccumulator(OpBuilder &b, Location loc, Value acc, Type out) {
   auto type = cast<RankedTensorType>(acc.getType());
   if (type.getElementType() == out)
@@ -113,9 +142,10 @@ Value castAccumulator(OpBuilder &b, Location loc, Value acc, Type out) {
 
 OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) {
   bool leaky = spec.op == "matmul_leaky_relu";
-  if (spec.dtypes.size() != 2)
-    throw std::invalid_argument(spec.op + " takes an input and an output dtype, got spec " +
-                                spec.str());
+  if (spec.dtypes.size() != 2 && spec.dtypes.size() != 3)
+    throw std::invalid_argument(spec.op + " takes an input, an output and optionally a bias "
+                                "dtype, got spec " + spec.str());
+  bool hasBias = spec.dtypes.size() == 3;
   int64_t blockM = spec.knob("BLOCK_M"), blockN = spec.knob("BLOCK_N");
   int64_t blockK = spec.knob("BLOCK_K"), groupM = spec.knob("GROUP_M");
   int64_t indexBits = spec.knob("index_bits");
@@ -141,6 +171,11 @@ OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) 
   if (leaky && integer)
     throw std::invalid_argument("matmul_leaky_relu needs floating-point inputs, got " +
                                 spec.dtypes[0]);
+  Type biasElement = hasBias ? elementTypeOf(context, spec.dtypes[2]) : Type();
+  if (hasBias && biasElement != input && biasElement != output)
+    throw std::invalid_argument(spec.op + " takes a bias in the input or the output dtype (" +
+                                spec.dtypes[0] + " or " + spec.dtypes[1] + "), got " +
+                                spec.dtypes[2]);
   Type index = b.getIntegerType(indexBits);
   Type inPtr = tt::PointerType::get(&context, input);
   Type outPtr = tt::PointerType::get(&context, output);
@@ -149,6 +184,11 @@ OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) 
   argTypes.append(9, index); // M, N, K and the six strides
   if (leaky)
     argTypes.push_back(b.getF32Type());
+  unsigned biasArg = argTypes.size();
+  if (hasBias) {
+    argTypes.push_back(tt::PointerType::get(&context, biasElement));
+    argTypes.push_back(index); // its stride
+  }
 
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
   b.setInsertionPointToEnd(module->getBody());
@@ -164,7 +204,9 @@ OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) 
   // shared memory and picks its wide accesses by it.
   int64_t unitStrides = spec.config.count("unit_strides") ? spec.knob("unit_strides") : 0;
   MatmulBuilder mb(b, loc, index);
-  auto isUnit = [&](unsigned i) { return ((unitStrides >> (i - 6)) & 1) != 0; };
+  // Bit 6 is the bias's stride.
+  auto unitBit = [&](unsigned i) { return i == biasArg + 1 ? 6u : i - 6; };
+  auto isUnit = [&](unsigned i) { return ((unitStrides >> unitBit(i)) & 1) != 0; };
   auto stride = [&](unsigned i) { return isUnit(i) ? mb.constant(1) : arg(i); };
   // Tensors the caller guarantees to be 16-byte aligned, in their data and their strides
   // (bit i of `divisibility_16` for a, b, c), and sizes it guarantees to be multiples of
@@ -220,6 +262,8 @@ OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) 
   }
   b.setInsertionPointAfter(loop);
   Value acc = loop.getResult(0);
+  if (hasBias)
+    acc = addBias(mb, acc, arg(biasArg), stride(biasArg + 1), cols, n);
   if (leaky)
     acc = leakyRelu(b, loc, acc, arg(12));
   Value result = castAccumulator(b, loc, acc, output);

@@ -14,35 +14,41 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
+using OptionalTensor = std::optional<at::Tensor>;
+
 at::Tensor callMatmul(const at::Tensor &a, const at::Tensor &b,
-                      std::optional<at::ScalarType> outDtype) {
+                      std::optional<at::ScalarType> outDtype, const OptionalTensor &bias) {
   static auto op = c10::Dispatcher::singleton()
                        .findSchemaOrThrow("tile::matmul", "")
                        .typed<at::Tensor(const at::Tensor &, const at::Tensor &,
-                                         std::optional<at::ScalarType>)>();
-  return op.call(a, b, outDtype);
+                                         std::optional<at::ScalarType>, const OptionalTensor &)>();
+  return op.call(a, b, outDtype, bias);
 }
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor &, const at::Tensor &, double,
-                                          std::optional<at::ScalarType>)> &
+                                          std::optional<at::ScalarType>, const OptionalTensor &)> &
 leakyOp() {
   static auto op = c10::Dispatcher::singleton()
                        .findSchemaOrThrow("tile::matmul_leaky_relu", "")
                        .typed<at::Tensor(const at::Tensor &, const at::Tensor &, double,
-                                         std::optional<at::ScalarType>)>();
+                                         std::optional<at::ScalarType>, const OptionalTensor &)>();
   return op;
 }
 
-/// grad_a = grad_z @ b.T and grad_b = a.T @ grad_z, in the inputs' dtype.
+/// grad_a = grad_z @ b.T and grad_b = a.T @ grad_z, in the inputs' dtype, and grad_bias
+/// = grad_z summed over the rows (in float32, then the bias's dtype).
 variable_list matmulGrads(AutogradContext *ctx, const at::Tensor &a, const at::Tensor &b,
-                          at::Tensor gradZ) {
-  gradZ = gradZ.to(a.scalar_type());
-  at::Tensor gradA, gradB;
+                          const at::Tensor &bias, const at::Tensor &gradZ) {
+  at::Tensor gradA, gradB, gradBias;
+  at::Tensor grad = gradZ.to(a.scalar_type());
   if (ctx->needs_input_grad(0))
-    gradA = callMatmul(gradZ, b.t(), std::nullopt);
+    gradA = callMatmul(grad, b.t(), std::nullopt, std::nullopt);
   if (ctx->needs_input_grad(1))
-    gradB = callMatmul(a.t(), gradZ, std::nullopt);
-  return {gradA, gradB};
+    gradB = callMatmul(a.t(), grad, std::nullopt, std::nullopt);
+  // needs_input_grad counts the tensor inputs only: a, b, then the bias where given.
+  if (bias.defined() && ctx->needs_input_grad(2))
+    gradBias = gradZ.sum(0, /*keepdim=*/false, at::kFloat).to(bias.scalar_type());
+  return {gradA, gradB, gradBias};
 }
 
 struct VectorAddFunction : torch::autograd::Function<VectorAddFunction> {
@@ -60,44 +66,48 @@ struct VectorAddFunction : torch::autograd::Function<VectorAddFunction> {
 
 struct MatmulFunction : torch::autograd::Function<MatmulFunction> {
   static at::Tensor forward(AutogradContext *ctx, const at::Tensor &a, const at::Tensor &b,
-                            std::optional<at::ScalarType> outDtype) {
+                            std::optional<at::ScalarType> outDtype, const OptionalTensor &bias) {
     at::AutoDispatchBelowADInplaceOrView guard;
-    ctx->save_for_backward({a, b});
-    return callMatmul(a, b, outDtype);
+    ctx->save_for_backward({a, b, bias.value_or(at::Tensor())});
+    return callMatmul(a, b, outDtype, bias);
   }
   static variable_list backward(AutogradContext *ctx, variable_list grads) {
     auto saved = ctx->get_saved_variables();
-    variable_list result = matmulGrads(ctx, saved[0], saved[1], grads[0]);
-    result.push_back(at::Tensor()); // out_dtype
-    return result;
+    variable_list grad = matmulGrads(ctx, saved[0], saved[1], saved[2], grads[0]);
+    return {grad[0], grad[1], at::Tensor() /* out_dtype */, grad[2]};
   }
 };
 
 struct MatmulLeakyReluFunction : torch::autograd::Function<MatmulLeakyReluFunction> {
   static at::Tensor forward(AutogradContext *ctx, const at::Tensor &a, const at::Tensor &b,
-                            double slope, std::optional<at::ScalarType> outDtype) {
+                            double slope, std::optional<at::ScalarType> outDtype,
+                            const OptionalTensor &bias) {
     at::AutoDispatchBelowADInplaceOrView guard;
-    at::Tensor out = leakyOp().call(a, b, slope, outDtype);
+    at::Tensor out = leakyOp().call(a, b, slope, outDtype, bias);
     ctx->saved_data["slope"] = slope;
-    ctx->save_for_backward({a, b, out});
+    ctx->save_for_backward({a, b, out, bias.value_or(at::Tensor())});
     return out;
   }
   static variable_list backward(AutogradContext *ctx, variable_list grads) {
     auto saved = ctx->get_saved_variables();
-    const at::Tensor &a = saved[0], &b = saved[1], &out = saved[2];
+    const at::Tensor &a = saved[0], &b = saved[1], &out = saved[2], &bias = saved[3];
     double slope = ctx->saved_data["slope"].toDouble();
-    at::Tensor positive = slope >= 0 ? out.gt(0) : callMatmul(a, b, at::kFloat).gt(0);
+    at::Tensor positive =
+        slope >= 0 ? out.gt(0)
+                   : callMatmul(a, b, at::kFloat, bias.defined() ? OptionalTensor(bias)
+                                                                 : std::nullopt).gt(0);
     at::Tensor gradZ = at::where(positive, grads[0], grads[0].mul(slope));
-    variable_list result = matmulGrads(ctx, a, b, gradZ);
-    result.push_back(at::Tensor()); // negative_slope
-    result.push_back(at::Tensor()); // out_dtype
-    return result;
+    variable_list grad = matmulGrads(ctx, a, b, bias, gradZ);
+    return {grad[0], grad[1], at::Tensor() /* negative_slope */, at::Tensor() /* out_dtype */,
+            grad[2]};
   }
 };
 
 /// Whether a call records a graph; without one, the op runs below autograd directly.
-bool recordsGradient(const at::Tensor &a, const at::Tensor &b) {
-  return at::GradMode::is_enabled() && (a.requires_grad() || b.requires_grad());
+bool recordsGradient(const at::Tensor &a, const at::Tensor &b,
+                     const OptionalTensor &bias = std::nullopt) {
+  return at::GradMode::is_enabled() &&
+         (a.requires_grad() || b.requires_grad() || (bias && bias->requires_grad()));
 }
 
 at::Tensor vectorAdd(const at::Tensor &a, const at::Tensor &b) {
@@ -106,21 +116,22 @@ at::Tensor vectorAdd(const at::Tensor &a, const at::Tensor &b) {
   return VectorAddFunction::apply(a, b);
 }
 
-at::Tensor matmul(const at::Tensor &a, const at::Tensor &b, std::optional<at::ScalarType> outDtype) {
-  if (!recordsGradient(a, b)) {
+at::Tensor matmul(const at::Tensor &a, const at::Tensor &b, std::optional<at::ScalarType> outDtype,
+                  const OptionalTensor &bias) {
+  if (!recordsGradient(a, b, bias)) {
     at::AutoDispatchBelowADInplaceOrView guard;
-    return callMatmul(a, b, outDtype);
+    return callMatmul(a, b, outDtype, bias);
   }
-  return MatmulFunction::apply(a, b, outDtype);
+  return MatmulFunction::apply(a, b, outDtype, bias);
 }
 
 at::Tensor matmulLeakyRelu(const at::Tensor &a, const at::Tensor &b, double slope,
-                           std::optional<at::ScalarType> outDtype) {
-  if (!recordsGradient(a, b)) {
+                           std::optional<at::ScalarType> outDtype, const OptionalTensor &bias) {
+  if (!recordsGradient(a, b, bias)) {
     at::AutoDispatchBelowADInplaceOrView guard;
-    return leakyOp().call(a, b, slope, outDtype);
+    return leakyOp().call(a, b, slope, outDtype, bias);
   }
-  return MatmulLeakyReluFunction::apply(a, b, slope, outDtype);
+  return MatmulLeakyReluFunction::apply(a, b, slope, outDtype, bias);
 }
 
 } // namespace

@@ -122,14 +122,17 @@ at::Tensor vectorAddGpu(const at::Tensor &a, const at::Tensor &b) {
 }
 
 at::Tensor matmulGpu(const char *op, const at::Tensor &a, const at::Tensor &b,
-                     std::optional<double> negativeSlope, std::optional<at::ScalarType> outDtype) {
+                     std::optional<double> negativeSlope, std::optional<at::ScalarType> outDtype,
+                     const std::optional<at::Tensor> &bias) {
   // Before the guard: a guard built from a CPU `a` (the dispatcher picks this kernel for
-  // a CPU a with a GPU b) would raise torch's error instead of this one.
+  // a CPU a with a GPU b or bias) would raise torch's error instead of these.
   TORCH_CHECK(a.device() == b.device(), op, ": tensor a is on ", a.device(), " but b is on ",
               b.device());
+  TORCH_CHECK(!bias || bias->device() == a.device(), op, ": bias is on ", bias->device(),
+              " but the operands are on ", a.device());
   c10::cuda::CUDAGuard guard(a.device());
   const tile::Target &target = targetOf(a.get_device());
-  auto call = tile::binding::prepareMatmul(op, a, b, negativeSlope, outDtype, target,
+  auto call = tile::binding::prepareMatmul(op, a, b, negativeSlope, outDtype, bias, target,
                                            /*contiguousRowsOfB=*/false);
   if (call->programs == 0)
     return call->c;
@@ -146,13 +149,15 @@ at::Tensor matmulGpu(const char *op, const at::Tensor &a, const at::Tensor &b,
   return call->c;
 }
 
-at::Tensor matmul(const at::Tensor &a, const at::Tensor &b, std::optional<at::ScalarType> outDtype) {
-  return matmulGpu("tile::matmul", a, b, std::nullopt, outDtype);
+at::Tensor matmul(const at::Tensor &a, const at::Tensor &b, std::optional<at::ScalarType> outDtype,
+                  const std::optional<at::Tensor> &bias) {
+  return matmulGpu("tile::matmul", a, b, std::nullopt, outDtype, bias);
 }
 
 at::Tensor matmulLeakyRelu(const at::Tensor &a, const at::Tensor &b, double negativeSlope,
-                           std::optional<at::ScalarType> outDtype) {
-  return matmulGpu("tile::matmul_leaky_relu", a, b, negativeSlope, outDtype);
+                           std::optional<at::ScalarType> outDtype,
+                  const std::optional<at::Tensor> &bias) {
+  return matmulGpu("tile::matmul_leaky_relu", a, b, negativeSlope, outDtype, bias);
 }
 
 } // namespace

@@ -12,9 +12,10 @@
 namespace {
 
 at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
-                     std::optional<double> negativeSlope, std::optional<at::ScalarType> outDtype) {
+                     std::optional<double> negativeSlope, std::optional<at::ScalarType> outDtype,
+                     const std::optional<at::Tensor> &bias) {
   const auto &target = tile::runtime::cpuTarget();
-  auto call = tile::binding::prepareMatmul(op, a, b, negativeSlope, outDtype, target,
+  auto call = tile::binding::prepareMatmul(op, a, b, negativeSlope, outDtype, bias, target,
                                            /*contiguousRowsOfB=*/true);
   if (call->programs == 0)
     return call->c;
@@ -39,13 +40,15 @@ at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
 }
 
 at::Tensor matmul(const at::Tensor &a, const at::Tensor &b,
-                  std::optional<at::ScalarType> outDtype) {
-  return matmulCpu("tile::matmul", a, b, std::nullopt, outDtype);
+                  std::optional<at::ScalarType> outDtype,
+                  const std::optional<at::Tensor> &bias) {
+  return matmulCpu("tile::matmul", a, b, std::nullopt, outDtype, bias);
 }
 
 at::Tensor matmulLeakyRelu(const at::Tensor &a, const at::Tensor &b, double negativeSlope,
-                           std::optional<at::ScalarType> outDtype) {
-  return matmulCpu("tile::matmul_leaky_relu", a, b, negativeSlope, outDtype);
+                           std::optional<at::ScalarType> outDtype,
+                  const std::optional<at::Tensor> &bias) {
+  return matmulCpu("tile::matmul_leaky_relu", a, b, negativeSlope, outDtype, bias);
 }
 
 } // namespace

@@ -52,9 +52,25 @@ void checkOperands(const char *op, const at::Tensor &a, const at::Tensor &b) {
                    "; supported: float32, float16, bfloat16, int8 (with out_dtype=torch.int32)");
 }
 
+/// A bias of length N in the input or the output dtype, on the operands' device.
+void checkBias(const char *op, const at::Tensor &bias, const at::Tensor &a, int64_t n,
+               at::ScalarType out) {
+  TORCH_CHECK(bias.device() == a.device(), op, ": bias is on ", bias.device(),
+              " but the operands are on ", a.device());
+  TORCH_CHECK(bias.layout() == at::kStrided, op, ": the bias must be a dense (strided) tensor");
+  TORCH_CHECK(bias.dim() == 1 && bias.size(0) == n, op,
+              ": bias must be 1-D of length N = b.shape[1] = ", n, ", got shape ", bias.sizes());
+  TORCH_CHECK_TYPE(bias.scalar_type() == a.scalar_type() || bias.scalar_type() == out, op,
+                   ": bias dtype ", bias.scalar_type(), " is neither the input dtype (",
+                   a.scalar_type(), ") nor the output dtype (", out, ")");
+}
+
 /// The largest element offset the kernel forms for a tensor, as the index width needs it.
 int64_t maxOffset(const at::Tensor &t) {
-  return (t.size(0) - 1) * t.stride(0) + (t.size(1) - 1) * t.stride(1);
+  int64_t offset = 0;
+  for (int64_t d = 0; d < t.dim(); ++d)
+    offset += (t.size(d) - 1) * t.stride(d);
+  return offset;
 }
 
 /// Bit 2i + d set where dimension d of the i-th tensor (a, b, c) has stride 1, or size
@@ -118,10 +134,13 @@ tile::binding::MatmulCall::withConfig(const std::map<std::string, int64_t> &knob
 std::unique_ptr<tile::binding::MatmulCall>
 tile::binding::prepareMatmul(const char *op, const at::Tensor &a, const at::Tensor &b,
                              std::optional<double> negativeSlope,
-                             std::optional<at::ScalarType> outDtype, const Target &target,
+                             std::optional<at::ScalarType> outDtype,
+                             const std::optional<at::Tensor> &bias, const Target &target,
                              bool contiguousRowsOfB) {
   checkOperands(op, a, b);
   at::ScalarType out = outputDtype(op, a.scalar_type(), outDtype, negativeSlope.has_value());
+  if (bias)
+    checkBias(op, *bias, a, b.size(1), out);
   auto call = std::make_unique<MatmulCall>();
   int64_t m = a.size(0), k = a.size(1), n = b.size(1);
   call->a = a;
@@ -137,16 +156,23 @@ tile::binding::prepareMatmul(const char *op, const at::Tensor &a, const at::Tens
 
   call->spec.op = negativeSlope ? "matmul_leaky_relu" : "matmul";
   call->spec.dtypes = {specDtype(a.scalar_type()), specDtype(out)};
+  if (bias) {
+    call->bias = *bias;
+    call->spec.dtypes.push_back(specDtype(bias->scalar_type()));
+  }
+  int64_t biasStride = bias ? bias->stride(0) : 0;
   call->spec.config = ops::defaultMatmulConfig(target, m, n, k, call->spec.dtypes[0]);
   constexpr int64_t int32Max = std::numeric_limits<int32_t>::max();
-  bool fits32 =
-      std::max({m, n, k, maxOffset(call->a), maxOffset(call->b), maxOffset(call->c)}) < int32Max;
+  bool fits32 = std::max({m, n, k, maxOffset(call->a), maxOffset(call->b), maxOffset(call->c),
+                          bias ? maxOffset(*bias) : 0, biasStride}) < int32Max;
   call->spec.config["index_bits"] = fits32 ? 32 : 64;
   // The GPU lowering picks its shared-memory layouts and access widths by them; the CPU
   // microkernel reads its operands through runtime strides and keeps one kernel per
   // dtype and config.
   if (target.kind != TargetKind::Cpu) {
-    call->spec.config["unit_strides"] = unitStrides({&call->a, &call->b, &call->c});
+    // Bit 6: the bias's stride.
+    call->spec.config["unit_strides"] = unitStrides({&call->a, &call->b, &call->c}) |
+                                        (bias && (biasStride == 1 || n == 1) ? 1 << 6 : 0);
     int64_t sizes = (m % 16 == 0 ? 1 : 0) | (n % 16 == 0 ? 2 : 0) | (k % 16 == 0 ? 4 : 0);
     call->spec.config["divisibility_16"] =
         divisibility16({&call->a, &call->b, &call->c}) | sizes << 3;
@@ -162,16 +188,26 @@ tile::binding::prepareMatmul(const char *op, const at::Tensor &a, const at::Tens
   call->aPtr = call->a.data_ptr();
   call->bPtr = call->b.data_ptr();
   call->cPtr = call->c.data_ptr();
-  int64_t wide[9] = {m, n, k, call->a.stride(0), call->a.stride(1), call->b.stride(0),
-                     call->b.stride(1), call->c.stride(0), call->c.stride(1)};
+  int64_t wide[10] = {m, n, k, call->a.stride(0), call->a.stride(1), call->b.stride(0),
+                      call->b.stride(1), call->c.stride(0), call->c.stride(1), biasStride};
   std::copy(std::begin(wide), std::end(wide), call->wide);
   std::copy(std::begin(wide), std::end(wide), call->narrow);
   call->slope = static_cast<float>(negativeSlope.value_or(0.0));
-  call->args[0] = &call->aPtr;
-  call->args[1] = &call->bPtr;
-  call->args[2] = &call->cPtr;
+  auto index = [&](int i) { return fits32 ? static_cast<void *>(&call->narrow[i]) : &call->wide[i]; };
+  // The kernel's arguments in order (ops/matmul.cpp): a, b, c, M, N, K, the strides,
+  // negative_slope for matmul_leaky_relu, then the bias and its stride.
+  int arg = 0;
+  call->args[arg++] = &call->aPtr;
+  call->args[arg++] = &call->bPtr;
+  call->args[arg++] = &call->cPtr;
   for (int i = 0; i < 9; ++i)
-    call->args[3 + i] = fits32 ? static_cast<void *>(&call->narrow[i]) : &call->wide[i];
-  call->args[12] = &call->slope;
+    call->args[arg++] = index(i);
+  if (negativeSlope)
+    call->args[arg++] = &call->slope;
+  if (bias) {
+    call->biasPtr = call->bias.data_ptr();
+    call->args[arg++] = &call->biasPtr;
+    call->args[arg++] = index(9);
+  }
   return call;
 }

@@ -16,15 +16,17 @@ namespace tile::binding {
 /// One prepared call: `args` points into this object, so it stays where it was made.
 struct MatmulCall {
   at::Tensor a, b, c;
+  at::Tensor bias; ///< undefined without one
   Target target;
   ops::KernelSpec spec;
   int64_t programs = 0; ///< program instances, one per BLOCK_M x BLOCK_N block of c
   const void *aPtr = nullptr, *bPtr = nullptr;
   void *cPtr = nullptr;
-  int64_t wide[9] = {};
-  int32_t narrow[9] = {};
+  const void *biasPtr = nullptr;
+  int64_t wide[10] = {}; ///< M, N, K, the six strides of a, b, c, the bias's stride
+  int32_t narrow[10] = {};
   float slope = 0;
-  void *args[13] = {};
+  void *args[15] = {};
 
   /// The spec with `knobs` laid over this call's config (index_bits stays; num_stages,
   /// when left out, lowered to what fits the tile sizes), and the program instances it
@@ -35,10 +37,12 @@ struct MatmulCall {
 /// Checks the operands (raising errors that name the problem), allocates c, and builds
 /// the spec (the target family's default config for the shape) and the arguments. The
 /// result has programs == 0 when c is empty. `contiguousRowsOfB` copies a b whose rows
-/// are not contiguous (the CPU microkernel loads b by rows).
+/// are not contiguous (the CPU microkernel loads b by rows). A bias (1-D, length N, in
+/// the input or the output dtype) is added to the accumulator before the epilogue.
 std::unique_ptr<MatmulCall> prepareMatmul(const char *op, const at::Tensor &a, const at::Tensor &b,
                                           std::optional<double> negativeSlope,
                                           std::optional<at::ScalarType> outDtype,
+                                          const std::optional<at::Tensor> &bias,
                                           const Target &target, bool contiguousRowsOfB);
 
 } // namespace tile::binding

@@ -6,8 +6,9 @@
 TORCH_LIBRARY(tile, m) {
   const std::vector<at::Tag> tags = {at::Tag::pt2_compliant_tag};
   m.def("vector_add(Tensor a, Tensor b) -> Tensor", tags);
-  m.def("matmul(Tensor a, Tensor b, *, ScalarType? out_dtype=None) -> Tensor", tags);
+  m.def("matmul(Tensor a, Tensor b, *, ScalarType? out_dtype=None, Tensor? bias=None) -> Tensor",
+        tags);
   m.def("matmul_leaky_relu(Tensor a, Tensor b, float negative_slope=0.01, *, "
-        "ScalarType? out_dtype=None) -> Tensor",
+        "ScalarType? out_dtype=None, Tensor? bias=None) -> Tensor",
         tags);
 }

@@ -3,7 +3,7 @@
 their targets, GPU driver libraries, the kernel cache).
 
     python -m torch_tile compile --op matmul --dtype float16 --target hip:gfx942 \\
-        [--out-dtype float32] [--config '{"BLOCK_M": 128, ...}'] \\
+        [--out-dtype float32] [--bias-dtype float16] [--config '{"BLOCK_M": 128, ...}'] \\
         --emit {tile,tile-cpu,tile-gpu,llvm,asm,bin,report} [...] --out DIR
 
 Writes each chosen stage of the kernel as a file in DIR and prints the file names.
@@ -35,16 +35,26 @@ def file_name(op, stage, target):
     return f"{op}.{extension}"
 
 
-def kernel_dtypes(op, dtype, out_dtype):
+def kernel_dtypes(op, dtype, out_dtype, bias_dtype=None):
+    """The spec's dtypes: the input's, then for a matmul the output's and, with a bias
+    (added in the epilogue), the bias's."""
     if op == "vector_add":
         if out_dtype not in (None, dtype):
             raise SystemExit("vector_add has no --out-dtype: its output has the input dtype")
+        if bias_dtype is not None:
+            raise SystemExit("vector_add has no --bias-dtype: only the matmuls take a bias")
         return [DTYPES[dtype]]
     if out_dtype is None:
         if dtype == "int8":
             raise SystemExit("int8 matmuls accumulate in int32: pass --out-dtype int32")
         out_dtype = dtype
-    return [DTYPES[dtype], DTYPES[out_dtype]]
+    dtypes = [DTYPES[dtype], DTYPES[out_dtype]]
+    if bias_dtype is not None:
+        if bias_dtype not in (dtype, out_dtype):
+            raise SystemExit(f"--bias-dtype must be the input or the output dtype ({dtype} or "
+                             f"{out_dtype}), got {bias_dtype}")
+        dtypes.append(DTYPES[bias_dtype])
+    return dtypes
 
 
 # Spec entries a matmul takes beyond its default config's knobs (f32 on NVIDIA only).
@@ -74,7 +84,7 @@ def compile_command(args):
         raise SystemExit(f"--config is not JSON: {error}")
     if not isinstance(overrides, dict):
         raise SystemExit("--config must be a JSON object of knobs, e.g. '{\"BLOCK_M\": 64}'")
-    dtypes = kernel_dtypes(args.op, args.dtype, args.out_dtype)
+    dtypes = kernel_dtypes(args.op, args.dtype, args.out_dtype, args.bias_dtype)
     config = config_for(args.op, args.target, args.dtype, overrides)
     try:
         names, texts, binary, report = torch.ops.tile_runtime.compile_offline(
@@ -164,6 +174,8 @@ def main(argv=None):
     compile_parser.add_argument("--op", required=True, choices=OPS)
     compile_parser.add_argument("--dtype", required=True, choices=[d for d in DTYPES if d != "int32"])
     compile_parser.add_argument("--out-dtype", choices=list(DTYPES), default=None)
+    compile_parser.add_argument("--bias-dtype", choices=list(DTYPES), default=None,
+                                help="compile the matmul with a bias input of this dtype")
     compile_parser.add_argument("--target", default=None,
                                 help="cpu, hip:gfx942[:sramecc+:xnack-], cuda:sm_90 (default: host CPU)")
     compile_parser.add_argument("--config", default=None, help="JSON object of knobs")

@@ -45,13 +45,29 @@ def _vector_add_fake(a, b):
     return torch.empty_like(a, memory_format=torch.contiguous_format)
 
 
+def _check_bias(name, bias, a, b, out):
+    """A bias of length N in the input or the output dtype, on the operands' device."""
+    if bias is None:
+        return
+    torch._check(bias.device == a.device,
+                 lambda: f"tile::{name}: bias is on {bias.device} but the operands are on {a.device}")
+    torch._check(bias.dim() == 1 and bias.shape[0] == b.shape[1],
+                 lambda: f"tile::{name}: bias must be 1-D of length N = b.shape[1] = {b.shape[1]}, "
+                         f"got shape {tuple(bias.shape)}")
+    torch._check(bias.dtype in (a.dtype, out),
+                 lambda: f"tile::{name}: bias dtype {bias.dtype} is neither the input dtype "
+                         f"({a.dtype}) nor the output dtype ({out})")
+
+
 @torch.library.register_fake("tile::matmul")
-def _matmul_fake(a, b, *, out_dtype=None):
+def _matmul_fake(a, b, *, out_dtype=None, bias=None):
     out = _matmul_out_dtype("matmul", a, b, out_dtype, epilogue=False)
+    _check_bias("matmul", bias, a, b, out)
     return a.new_empty((a.shape[0], b.shape[1]), dtype=out)
 
 
 @torch.library.register_fake("tile::matmul_leaky_relu")
-def _matmul_leaky_relu_fake(a, b, negative_slope=0.01, *, out_dtype=None):
+def _matmul_leaky_relu_fake(a, b, negative_slope=0.01, *, out_dtype=None, bias=None):
     out = _matmul_out_dtype("matmul_leaky_relu", a, b, out_dtype, epilogue=True)
+    _check_bias("matmul_leaky_relu", bias, a, b, out)
     return a.new_empty((a.shape[0], b.shape[1]), dtype=out)

@@ -574,3 +574,56 @@ TEST(GpuCodegen, NvidiaFloat32FollowsTheTf32Setting) {
 }
 
 } // namespace
+
+namespace {
+
+/// Scalar global loads of `bits` in an AMDGCN or PTX listing.
+int scalarLoads(const std::string &isa, bool nvidia, int bits) {
+  if (nvidia)
+    return occurrences(isa, "ld.global.b" + std::to_string(bits) + " ") +
+           occurrences(isa, "ld.global.b" + std::to_string(bits) + "\t");
+  if (bits == 16)
+    return occurrences(isa, "global_load_ushort") + occurrences(isa, "global_load_u16") +
+           occurrences(isa, "global_load_short_d16") + occurrences(isa, "global_load_d16_b16") +
+           occurrences(isa, "global_load_d16_hi_b16");
+  return occurrences(isa, "global_load_dword ") + occurrences(isa, "global_load_b32 ");
+}
+
+TEST(GpuCodegen, BiasIsReadOncePerColumnOfEachThread) {
+  // The bias block's rows all point at the same N entries. Each thread reads each of its
+  // distinct columns once and shares it between the row tiles it owns (a gather would
+  // read all of its accumulator's elements: 128 per thread at 128 x 128 over 4 warps):
+  // - NVIDIA, 4 warps of 64 x 64: 8 column tiles of m16n8, 2 columns each per thread;
+  // - gfx942, 8 waves as 4 x 2: 4 column tiles of 16, and a lane's 4 MFMA accumulator
+  //   elements of a tile are in 4 columns (the instruction computes C^T);
+  // - gfx1201, the same waves: 4 column tiles, 8 WMMA elements in 8 columns each.
+  struct Expect {
+    const char *target;
+    int64_t warps;
+    int loads;
+  };
+  for (auto [targetName, warps, loads] :
+       {Expect{"cuda:sm_90", 4, 8 * 2}, Expect{"hip:gfx942", 8, 4 * 4}, Expect{"hip:gfx1201", 8, 4 * 8}}) {
+    Target target = Target::parse(targetName);
+    bool nvidia = target.kind == TargetKind::Cuda;
+    auto config = rowMajorAligned(ops::defaultMatmulConfig(target, 4096, 4096, 4096, "f16"));
+    config["num_warps"] = warps;
+    config["unit_strides"] |= 1 << 6; // the bias's stride
+    auto scalarLoadsOf = [&](const std::vector<std::string> &dtypes, int bits) {
+      ops::KernelSpec spec{"matmul_leaky_relu", dtypes, config};
+      auto context = createContext();
+      auto module = ops::buildKernel(*context, spec);
+      CompileOptions options = ops::compileOptionsFor(spec);
+      options.keepStages = true;
+      return scalarLoads(stage(compile(*module, target, options), "asm"), nvidia, bits);
+    };
+    for (const char *bias : {"f16", "f32"}) {
+      int bits = std::string(bias) == "f16" ? 16 : 32;
+      // The operands' edge paths have scalar loads of their own: count the bias's.
+      int added = scalarLoadsOf({"f16", "f32", bias}, bits) - scalarLoadsOf({"f16", "f32"}, bits);
+      EXPECT_EQ(added, loads) << targetName << " bias " << bias;
+    }
+  }
+}
+
+} // namespace

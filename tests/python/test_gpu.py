@@ -311,14 +311,15 @@ def test_offsets_past_two_to_the_31():
 def test_random_cases_match_float64():
     # The CPU property test's generator (matmul_fuzz.py), with other cases and the output
     # NaN-filled before each run: sizes 0-300, every dtype pair, strided, offset and
-    # stride-0 operands, NaN and negative slopes.
+    # stride-0 operands, NaN and negative slopes, biases.
     from matmul_fuzz import cases, check, run
     failures = []
     for case in cases(600, seed=31337):
         a, b = case.operands("cuda")
+        bias = case.bias_operand("cuda")
         poison_next_allocation((case.m, case.n), getattr(torch, case.result))
         try:
-            check(case, a, b, run(case, a, b))
+            check(case, a, b, run(case, a, b, bias), bias)
         except Exception as error:  # collect them all: one run on a lent GPU is costly
             failures.append(f"{case}: {str(error).splitlines()[0]}\n{case.reproducer()}")
     assert not failures, f"{len(failures)} of 600 cases failed:\n" + "\n".join(failures[:10])

@@ -118,8 +118,9 @@ def test_matmul_schemas_are_registered():
                str(torch.ops.tile.matmul_leaky_relu.default._schema),
                str(torch.ops.tile.vector_add.default._schema)}
     assert schemas == {
-        "tile::matmul(Tensor a, Tensor b, *, ScalarType? out_dtype=None) -> Tensor",
+        "tile::matmul(Tensor a, Tensor b, *, ScalarType? out_dtype=None, Tensor? bias=None) "
+        "-> Tensor",
         "tile::matmul_leaky_relu(Tensor a, Tensor b, float negative_slope=0.01, *, "
-        "ScalarType? out_dtype=None) -> Tensor",
+        "ScalarType? out_dtype=None, Tensor? bias=None) -> Tensor",
         "tile::vector_add(Tensor a, Tensor b) -> Tensor",
     }

@@ -61,6 +61,8 @@ struct AccumulatorTile {
   bool swapped = false;
   enum class Kind { Mfma16, Mfma32, WmmaGfx11, WmmaGfx12, MmaM16N8 } kind = Kind::Mfma16;
   std::pair<Value, Value> coordinates(OpBuilder &b, Location loc, Value lane, int64_t j) const;
+  /// Elements j of a lane's tile with the same columnClass(j) are in the same column.
+  int64_t columnClass(int64_t j) const { return kind == Kind::MmaM16N8 ? j % 2 : j; }
 };
 
 /// gfx11's accumulator exchange (AccumulatorTile::exchangedRun) as data. In slot t

@@ -207,6 +207,7 @@ std::optional<SmallVector<Run>> contiguousRuns(ConversionPatternRewriter &rewrit
 
 struct LoadLowering : DistributedPattern<LoadOp> {
   using DistributedPattern::DistributedPattern;
+  Value loadRowInvariant(LoadOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const;
   LogicalResult matchAndRewrite(LoadOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Type type = getTypeConverter()->convertType(op.getType());
@@ -219,6 +220,10 @@ struct LoadLowering : DistributedPattern<LoadOp> {
     }
     if (isStagedByDots(op)) {
       rewriter.replaceOpWithNewOp<arith::ConstantOp>(op, type, rewriter.getZeroAttr(type));
+      return success();
+    }
+    if (Value rows = loadRowInvariant(op, adaptor, rewriter)) {
+      rewriter.replaceOp(op, rows);
       return success();
     }
     Type element = vectorType.getElementType();
@@ -264,6 +269,70 @@ struct LoadLowering : DistributedPattern<LoadOp> {
     return success();
   }
 };
+
+/// A 2-D block whose rows all read the same elements (row stride 0, a mask over the
+/// columns only), such as a bias broadcast over the rows of the accumulator: each
+/// distinct column of this thread's elements is read once, with a guarded scalar load,
+/// and shared by the elements of its column. A gather would read every element. Null
+/// where the block is not of that form.
+Value LoadLowering::loadRowInvariant(LoadOp op, OpAdaptor adaptor,
+                                     ConversionPatternRewriter &rewriter) const {
+  auto type = cast<RankedTensorType>(op.getType());
+  if (type.getRank() != 2 || op.getOther())
+    return {};
+  MatrixLayout layout = dist.matrixOf(type);
+  auto lanes = analyzeAffineLanes(op.getPtr());
+  if (!layout.fits || !lanes || !lanes->basePtr || lanes->strides[0].getConstant() != 0)
+    return {};
+  std::optional<LaneBounds> bounds;
+  if (Value mask = op.getMask()) {
+    bounds = analyzeLaneBounds(mask);
+    if (!bounds || bounds->upper.size() != 2 || !bounds->upper[0].empty())
+      return {};
+  }
+  Location loc = op.getLoc();
+  auto remap = [&](Value v) { return rewriter.getRemappedValue(v); };
+  auto vectorType = cast<VectorType>(getTypeConverter()->convertType(type));
+  Type element = vectorType.getElementType();
+  Type i64 = rewriter.getI64Type();
+  Value base = offsetBase(rewriter, loc, *lanes, element);
+  Value colStride = lanes->strides[1].materialize(rewriter, loc, remap);
+  SmallVector<Value> colBounds;
+  if (bounds)
+    for (const ScalarPoly &bound : bounds->upper[1])
+      colBounds.push_back(bound.materialize(rewriter, loc, remap));
+  Value zero = arith::ConstantOp::create(rewriter, loc, element, rewriter.getZeroAttr(element));
+  Value result = arith::ConstantOp::create(rewriter, loc, vectorType, rewriter.getZeroAttr(vectorType));
+  int64_t perLane = layout.tile.perLane;
+  for (int64_t rn = 0; rn < layout.repN; ++rn) {
+    DenseMap<int64_t, Value> byClass;
+    for (int64_t j = 0; j < perLane; ++j) {
+      Value &value = byClass[layout.tile.columnClass(j)];
+      if (!value) {
+        // Row tile 0's element (rn, j): its column is every row tile's.
+        auto [row, col32] = matrixCoordinates(rewriter, loc, dist, layout, rn * perLane + j);
+        Value col = arith::ExtUIOp::create(rewriter, loc, i64, col32);
+        Value on = arith::ConstantIntOp::create(rewriter, loc, 1, 1);
+        for (Value bound : colBounds)
+          on = arith::AndIOp::create(rewriter, loc, on,
+                                     arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::slt, col, bound));
+        Value ptr = LLVM::GEPOp::create(rewriter, loc, base.getType(), element, base,
+                                        ArrayRef<LLVM::GEPArg>{Value(arith::MulIOp::create(rewriter, loc, col, colStride))});
+        auto read = scf::IfOp::create(
+            rewriter, loc, on,
+            [&](OpBuilder &b, Location l) {
+              scf::YieldOp::create(b, l, Value(LLVM::LoadOp::create(b, l, element, ptr, elementBytes(element))));
+            },
+            [&](OpBuilder &b, Location l) { scf::YieldOp::create(b, l, zero); });
+        value = read.getResult(0);
+      }
+      for (int64_t rm = 0; rm < layout.repM; ++rm)
+        result = vector::InsertOp::create(rewriter, loc, value, result,
+                                          ArrayRef<int64_t>{(rm * layout.repN + rn) * perLane + j});
+    }
+  }
+  return result;
+}
 
 struct StoreLowering : DistributedPattern<StoreOp> {
   using DistributedPattern::DistributedPattern;

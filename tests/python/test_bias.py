@@ -1,0 +1,196 @@
+"""The bias of the matmul ops (`bias=`, added to the accumulator before leaky_relu and
+the cast): parity with a float64 reference element by element for every dtype pair and
+bias dtype, on the CPU and on a GPU where torch sees one; gradients; errors for a bias of
+the wrong shape, dtype or device; opcheck.
+"""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_tile  # noqa: F401
+
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="no GPU visible to torch"))]
+
+# (input dtype, out_dtype argument, result dtype); each takes a bias in its input or its
+# result dtype.
+PAIRS = [(torch.float32, None, torch.float32), (torch.float16, None, torch.float16),
+         (torch.bfloat16, None, torch.bfloat16), (torch.float16, torch.float32, torch.float32),
+         (torch.bfloat16, torch.float32, torch.float32), (torch.int8, torch.int32, torch.int32)]
+CASES = [pytest.param(inputs, out_dtype, result, bias_dtype,
+                      id=f"{str(inputs)[6:]}-{str(result)[6:]}-bias_{str(bias_dtype)[6:]}")
+         for inputs, out_dtype, result in PAIRS
+         for bias_dtype in dict.fromkeys([inputs, result])]
+SHAPES = [(128, 256, 32), (7, 13, 5), (257, 129, 65), (1, 1, 1), (64, 64, 0)]
+
+
+def operands(shape, dtype, bias_dtype, device):
+    m, n, k = shape
+    if dtype == torch.int8:
+        return (torch.randint(-128, 128, (m, k), dtype=dtype, device=device),
+                torch.randint(-128, 128, (k, n), dtype=dtype, device=device),
+                torch.randint(-128, 128, (n,), dtype=bias_dtype, device=device))
+    # Bias values of the size of the product's, so that both matter to every element.
+    return (torch.randn(m, k, device=device).to(dtype),
+            (torch.randn(k, n, device=device) / math.sqrt(max(k, 1))).to(dtype),
+            torch.randn(n, device=device).to(bias_dtype))
+
+
+def poisoned(shape, dtype, device):
+    """NaN-fills a freed block of the output's size, so a kernel that skips an element
+    leaves NaN, not an old result (the allocator hands the block back next)."""
+    block = torch.empty(shape, dtype=dtype, device=device)
+    block.fill_(float("nan") if dtype.is_floating_point else torch.iinfo(dtype).min)
+    del block
+
+
+def assert_close_elementwise(out, a, b, bias, op, slope, result):
+    """Within the worst case of a float32 accumulation (K products and the bias) and one
+    rounding to the result dtype, element by element; exact for int8."""
+    assert out.dtype == result and out.shape == (a.shape[0], b.shape[1])
+    if result == torch.int32:
+        ref = a.cpu().long() @ b.cpu().long() + bias.cpu().long()
+        assert torch.equal(out.cpu().long(), ref)
+        return
+    a64, b64, bias64 = a.cpu().double(), b.cpu().double(), bias.cpu().double()
+    ref = a64 @ b64 + bias64
+    magnitude = a64.abs() @ b64.abs() + bias64.abs()
+    gain = 1.0
+    if op == "matmul_leaky_relu":
+        ref, gain = F.leaky_relu(ref, slope), max(1.0, abs(slope))
+    bound = 2 * (torch.finfo(result).eps / 2 * ref.abs()
+                 + gain * (a.shape[1] + 3) * torch.finfo(torch.float32).eps / 2 * magnitude)
+    bound += torch.finfo(result).tiny
+    error = (out.cpu().double() - ref).abs()
+    assert torch.isfinite(out).all()
+    assert (error <= bound).all(), (
+        f"{(error > bound).sum().item()} elements outside the bound, worst "
+        f"{(error - bound).max().item():.3g} over it")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("inputs, out_dtype, result, bias_dtype", CASES)
+@pytest.mark.parametrize("op", ["matmul", "matmul_leaky_relu"])
+def test_bias_parity(op, inputs, out_dtype, result, bias_dtype, shape, device):
+    if op == "matmul_leaky_relu" and inputs == torch.int8:
+        pytest.skip("leaky_relu has no int8 variant")
+    a, b, bias = operands(shape, inputs, bias_dtype, device)
+    kwargs = {"bias": bias} if out_dtype is None else {"bias": bias, "out_dtype": out_dtype}
+    poisoned((shape[0], shape[1]), result, device)
+    if op == "matmul":
+        out = torch.ops.tile.matmul(a, b, **kwargs)
+    else:
+        out = torch.ops.tile.matmul_leaky_relu(a, b, -0.3, **kwargs)
+    assert_close_elementwise(out, a, b, bias, op, -0.3, result)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("view", ["strided", "expanded", "offset"])
+def test_bias_views(view, device):
+    a, b, _ = operands((70, 45, 33), torch.float16, torch.float16, device)
+    source = torch.randn(2 * 45 + 1, device=device).half()
+    bias = {"strided": source[:90:2], "expanded": source[:1].expand(45),
+            "offset": source[1:46]}[view]
+    out = torch.ops.tile.matmul_leaky_relu(a, b, 0.1, bias=bias)
+    assert_close_elementwise(out, a, b, bias, "matmul_leaky_relu", 0.1, torch.float16)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("slope", [0.2, -0.5])
+@pytest.mark.parametrize("op", ["matmul", "matmul_leaky_relu"])
+def test_bias_gradient_is_the_column_sum(op, slope, device):
+    a = torch.randn(40, 24, device=device, requires_grad=True)
+    b = torch.randn(24, 32, device=device, requires_grad=True)
+    bias = torch.randn(32, device=device, requires_grad=True)
+    refs = [t.detach().double().requires_grad_() for t in (a, b, bias)]
+    if op == "matmul":
+        out, ref = torch.ops.tile.matmul(a, b, bias=bias), refs[0] @ refs[1] + refs[2]
+    else:
+        out = torch.ops.tile.matmul_leaky_relu(a, b, slope, bias=bias)
+        ref = F.leaky_relu(refs[0] @ refs[1] + refs[2], slope)
+    weight = torch.randn_like(out)
+    (out * weight).sum().backward()
+    (ref * weight.double()).sum().backward()
+    for got, want in zip((a.grad, b.grad, bias.grad), (r.grad for r in refs)):
+        assert got is not None and got.dtype == torch.float32
+        assert ((got.double() - want).abs().max() / want.abs().max()).item() < 1e-5
+
+
+def test_bias_gradient_keeps_the_bias_dtype():
+    a = torch.randn(16, 8).half().requires_grad_()
+    b = torch.randn(8, 12).half().requires_grad_()
+    bias = torch.randn(12).requires_grad_()  # float32: the output dtype
+    out = torch.ops.tile.matmul(a, b, out_dtype=torch.float32, bias=bias)
+    out.sum().backward()
+    assert bias.grad.dtype == torch.float32 and a.grad.dtype == torch.float16
+    assert torch.allclose(bias.grad, torch.full((12,), 16.0))
+
+
+def test_only_the_bias_needs_a_gradient():
+    a, b = torch.randn(9, 5), torch.randn(5, 7)
+    bias = torch.randn(7, requires_grad=True)
+    torch.ops.tile.matmul_leaky_relu(a, b, 0.5, bias=bias).sum().backward()
+    positive = (a @ b + bias.detach()) > 0
+    assert torch.allclose(bias.grad, torch.where(positive, 1.0, 0.5).sum(0))
+
+
+BAD_BIASES = [
+    pytest.param(lambda: torch.randn(6), r"bias must be 1-D of length N = b.shape\[1\] = 7",
+                 id="short"),
+    pytest.param(lambda: torch.randn(1, 7), r"bias must be 1-D", id="2-D"),
+    pytest.param(lambda: torch.randn(()), r"bias must be 1-D", id="0-D"),
+    pytest.param(lambda: torch.randn(7, dtype=torch.float64),
+                 r"bias dtype .* is neither the input dtype", id="float64"),
+    pytest.param(lambda: torch.randn(7).half(), r"bias dtype .* is neither the input dtype",
+                 id="float16_for_float32"),
+]
+
+
+@pytest.mark.parametrize("make_bias, match", BAD_BIASES)
+@pytest.mark.parametrize("op", ["matmul", "matmul_leaky_relu"])
+def test_bad_bias_raises(op, make_bias, match):
+    a, b = torch.randn(4, 5), torch.randn(5, 7)
+    with pytest.raises((RuntimeError, TypeError), match=match):
+        getattr(torch.ops.tile, op)(a, b, bias=make_bias())
+    # The fake kernel (torch.compile, export) raises the same.
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode() as mode, pytest.raises((RuntimeError, TypeError), match=match):
+        getattr(torch.ops.tile, op)(mode.from_tensor(a), mode.from_tensor(b),
+                                    bias=mode.from_tensor(make_bias()))
+
+
+def test_int8_bias_must_be_int8_or_int32():
+    a = torch.randint(-128, 128, (4, 5), dtype=torch.int8)
+    b = torch.randint(-128, 128, (5, 7), dtype=torch.int8)
+    with pytest.raises(TypeError, match="bias dtype"):
+        torch.ops.tile.matmul(a, b, out_dtype=torch.int32, bias=torch.zeros(7))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU visible to torch")
+def test_bias_on_another_device_raises():
+    a, b = torch.randn(4, 5, device="cuda"), torch.randn(5, 7, device="cuda")
+    with pytest.raises(RuntimeError, match="bias is on cpu but the operands are on cuda:0"):
+        torch.ops.tile.matmul(a, b, bias=torch.randn(7))
+    with pytest.raises(RuntimeError, match="bias is on cuda:0 but the operands are on cpu"):
+        torch.ops.tile.matmul_leaky_relu(a.cpu(), b.cpu(), bias=torch.randn(7, device="cuda"))
+
+
+@pytest.mark.parametrize("dtype, out_dtype, bias_dtype",
+                         [(torch.float32, None, torch.float32),
+                          (torch.float16, torch.float32, torch.float32),
+                          (torch.bfloat16, None, torch.bfloat16),
+                          (torch.int8, torch.int32, torch.int32)])
+@pytest.mark.parametrize("op", ["matmul", "matmul_leaky_relu"])
+def test_opcheck_with_bias(op, dtype, out_dtype, bias_dtype):
+    if op == "matmul_leaky_relu" and dtype == torch.int8:
+        pytest.skip("leaky_relu has no int8 variant")
+    a, b, bias = operands((33, 17, 9), dtype, bias_dtype, "cpu")
+    if dtype.is_floating_point:
+        a.requires_grad_(), bias.requires_grad_()
+    kwargs = {"bias": bias} if out_dtype is None else {"bias": bias, "out_dtype": out_dtype}
+    args = (a, b) if op == "matmul" else (a, b, 0.2)
+    torch.library.opcheck(getattr(torch.ops.tile, op), args, kwargs)
