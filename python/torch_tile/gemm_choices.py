@@ -4,7 +4,9 @@ faster. Installed by torch_tile.inductor.install().
 
 The hook is InductorChoices.get_template_configs, which Inductor's mm lowering
 (torch/_inductor/kernel/mm.py, tuned_mm) calls once with op_name "mm" for the choices it
-then autotunes.
+then autotunes. Its addmm lowering (tuned_addmm) calls it once per family of choices with
+op_name "addmm": tile's goes in beside ATen's addmm, as tile.matmul with the bias in its
+epilogue (a Linear with its bias), where the bias is one row broadcast over M.
 """
 
 import torch
@@ -12,6 +14,7 @@ from torch._inductor import config
 from torch._inductor.choices import InductorChoices
 from torch._inductor.custom_graph_pass import get_hash_for_files
 from torch._inductor.select_algorithm import ExternKernelChoice
+from torch._inductor.virtualized import V
 
 from . import graph_rewrites
 
@@ -26,6 +29,16 @@ TILE_GEMM_BACKEND = "TILE"
 TILE_MATMUL = ExternKernelChoice.lookup("tile_matmul") or ExternKernelChoice(
     torch.ops.tile.matmul, name="tile_matmul", has_out_variant=False,
     op_overload=torch.ops.tile.matmul.default, use_fallback_kernel=True)
+
+
+def tile_addmm(bias, a, b, *, alpha=1, beta=1):
+    """addmm(bias, a, b) with alpha = beta = 1 (the only ones offered) on tile: bias is
+    1-D of length N, or its M x N expansion, whose first row is every row."""
+    return torch.ops.tile.matmul(a, b, bias=bias if bias.dim() == 1 else bias[0])
+
+
+TILE_ADDMM = ExternKernelChoice.lookup("tile_addmm") or ExternKernelChoice(
+    tile_addmm, name="tile_addmm", has_out_variant=False)
 
 
 def gemm_backends() -> list[str]:
@@ -46,16 +59,40 @@ def _tile_supports(kernel_inputs) -> bool:
             and kernel_inputs.device_type in graph_rewrites.DEVICE_TYPES)
 
 
+def _tile_takes_bias(kernel_inputs) -> bool:
+    """addmm's inputs (bias, a, b) with alpha = beta = 1 and a bias that is one row: 1-D of
+    length N, or M x N with a row stride of 0 (or one row), in the operands' dtype."""
+    if kernel_inputs.count != 3 or kernel_inputs.get_scalar("alpha") != 1 \
+            or kernel_inputs.get_scalar("beta") != 1:
+        return False
+    bias, a, b = kernel_inputs.nodes()
+    known = V.graph.sizevars.statically_known_equals
+    sizes, strides = bias.get_size(), bias.get_stride()
+    n = b.get_size()[1]
+    one_row = (len(sizes) == 1 and known(sizes[0], n)) or (
+        len(sizes) == 2 and known(sizes[1], n) and (known(strides[0], 0) or known(sizes[0], 1)))
+    dtypes = set(kernel_inputs.dtypes())
+    return (one_row and len(dtypes) == 1 and dtypes <= set(graph_rewrites.FLOAT_DTYPES)
+            and kernel_inputs.device_type in graph_rewrites.DEVICE_TYPES)
+
+
 class TileGemmChoices(InductorChoices):
-    """Inductor's choices, plus tile.matmul for each mm it autotunes."""
+    """Inductor's choices, plus tile.matmul for each mm and each addmm it autotunes."""
 
     def get_template_configs(self, kernel_inputs, templates, op_name, kwarg_overrides=None):
         choices = super().get_template_configs(kernel_inputs, templates, op_name,
                                                kwarg_overrides)
-        if op_name == "mm" and tile_gemm_enabled() and _tile_supports(kernel_inputs):
-            layout = choices[0].layout if choices else kernel_inputs.output_layout(
-                flexible=False)
-            choices.append(TILE_MATMUL.bind(kernel_inputs.nodes(), layout))
+        if not tile_gemm_enabled():
+            return choices
+        layout = choices[0].layout if choices else None
+        if op_name == "mm" and _tile_supports(kernel_inputs):
+            choices.append(TILE_MATMUL.bind(
+                kernel_inputs.nodes(), layout or kernel_inputs.output_layout(flexible=False)))
+        # Once per addmm: with ATen's own choice, which every addmm autotuning has.
+        elif op_name == "addmm" and any(getattr(t, "name", None) == "addmm" for t in templates) \
+                and _tile_takes_bias(kernel_inputs):
+            choices.append(TILE_ADDMM.bind(
+                kernel_inputs.nodes(), layout or kernel_inputs.output_layout(flexible=False)))
         return choices
 
     def uuid(self) -> bytes:

@@ -72,17 +72,40 @@ def _is_tile_matmul(a, b) -> bool:
     return _on_tile_device(_val(a), _val(b)) and _val(a).dim() == 2 and _val(b).dim() == 2
 
 
-def _insert_after(node, target, args):
+def _insert_after(node, target, args, kwargs=None):
     """A call of `target` right after `node`, with its fake value for later passes."""
     graph = node.graph
+    kwargs = kwargs or {}
     with graph.inserting_after(node):
-        new = graph.call_function(target, args)
-    fake_args = [_val(arg) if isinstance(arg, torch.fx.Node) else arg for arg in args]
-    with unset_fake_temporarily(), detect_fake_mode(fake_args):
-        new.meta["val"] = target(*fake_args)
+        new = graph.call_function(target, args, kwargs)
+    fake = lambda arg: _val(arg) if isinstance(arg, torch.fx.Node) else arg  # noqa: E731
+    fake_args = [fake(arg) for arg in args]
+    fake_kwargs = {name: fake(arg) for name, arg in kwargs.items()}
+    with unset_fake_temporarily(), detect_fake_mode([*fake_args, *fake_kwargs.values()]):
+        new.meta["val"] = target(*fake_args, **fake_kwargs)
     if "stack_trace" in node.meta:
         new.meta["stack_trace"] = node.meta["stack_trace"]
     return new
+
+
+def _gemm_parts(node):
+    """(a, b, bias) when `node` is mm(a, b) (bias None) or addmm(bias, a, b) with beta = alpha
+    = 1 and a bias the tile kernels take as theirs: 1-D of length N, in the operands' dtype
+    and on their device. None otherwise, and for addmm with any other bias (a full M x N
+    matrix, a broadcast row), which tile.matmul then leaves to an aten add."""
+    if node.target == aten.mm.default:
+        a, b = node.args
+        return (a, b, None) if _is_tile_matmul(a, b) else None
+    if node.target != aten.addmm.default or node.kwargs.get("beta", 1) != 1 \
+            or node.kwargs.get("alpha", 1) != 1:
+        return None
+    bias, a, b = node.args
+    if not (_is_tile_matmul(a, b) and _on_tile_device(_val(a), _val(bias))):
+        return None
+    n = _val(b).shape[1]
+    if _val(bias).dim() != 1 or not statically_known_true(sym_eq(_val(bias).shape[0], n)):
+        return None
+    return a, b, bias
 
 
 def _leaky_relu_parts(where):
@@ -103,11 +126,13 @@ def _leaky_relu_parts(where):
 
 
 def fuse_matmul_leaky_relu(graph: torch.fx.Graph, wanted: GemmFilter = None) -> int:
-    """leaky_relu(mm(a, b)) -> tile.matmul_leaky_relu(a, b); returns how many were fused.
+    """leaky_relu(mm(a, b)) -> tile.matmul_leaky_relu(a, b), and leaky_relu(addmm(bias, a,
+    b)) (a Linear with its bias) -> tile.matmul_leaky_relu(a, b, bias=bias); returns how
+    many were fused.
 
-    Only where nothing else reads mm's output, and `wanted` accepts it. The backward's mask
-    gt(mm, 0) may read the fused output instead when slope >= 0: the output is then > 0
-    exactly where mm's is.
+    Only where nothing else reads the GEMM's output, and `wanted` accepts it. The backward's
+    mask gt(x, 0) may read the fused output instead when slope >= 0: the output is then > 0
+    exactly where x is.
     """
     fused_count = 0
     for where in list(graph.nodes):
@@ -115,8 +140,10 @@ def fuse_matmul_leaky_relu(graph: torch.fx.Graph, wanted: GemmFilter = None) -> 
         if parts is None:
             continue
         x, slope, mask, scaled = parts
-        if x.target != aten.mm.default or not _is_tile_matmul(*x.args):
+        gemm = _gemm_parts(x)
+        if gemm is None:
             continue
+        a, b, bias = gemm
         masks = [user for user in x.users if user.target == aten.gt.Scalar
                  and user.args == (x, 0)]
         if set(x.users) != {where, scaled, *masks} or set(scaled.users) != {where}:
@@ -124,9 +151,10 @@ def fuse_matmul_leaky_relu(graph: torch.fx.Graph, wanted: GemmFilter = None) -> 
         masks_read_elsewhere = any(set(m.users) != {where} for m in masks)
         if masks_read_elsewhere and slope < 0:
             continue
-        if wanted is not None and not wanted("matmul_leaky_relu", *map(_val, x.args)):
+        if wanted is not None and not wanted("matmul_leaky_relu", _val(a), _val(b)):
             continue
-        fused = _insert_after(x, tile.matmul_leaky_relu.default, (*x.args, slope))
+        fused = _insert_after(x, tile.matmul_leaky_relu.default, (a, b, slope),
+                              {} if bias is None else {"bias": bias})
         where.replace_all_uses_with(fused)
         graph.erase_node(where)
         graph.erase_node(scaled)
@@ -141,30 +169,31 @@ def fuse_matmul_leaky_relu(graph: torch.fx.Graph, wanted: GemmFilter = None) -> 
 
 
 def matmul_to_tile(graph: torch.fx.Graph, wanted: GemmFilter = None) -> int:
-    """mm(a, b) -> tile.matmul(a, b), addmm(bias, a, b) -> tile.matmul(a, b) + bias, where
-    `wanted` accepts the GEMM.
+    """mm(a, b) -> tile.matmul(a, b), addmm(bias, a, b) -> tile.matmul(a, b, bias=bias) (a
+    Linear with its bias), where `wanted` accepts the GEMM.
 
-    The bias is a plain aten add, so Inductor fuses it into the pointwise ops after it.
+    An addmm whose bias the kernel does not take (an M x N matrix, a broadcast row)
+    becomes tile.matmul(a, b) + bias, a plain aten add that Inductor fuses into the
+    pointwise ops after it.
     """
     rewritten = 0
     for node in list(graph.nodes):
-        if node.target == aten.mm.default:
-            a, b = node.args
-            bias = None
-        elif node.target == aten.addmm.default and node.kwargs.get("beta", 1) == 1 \
-                and node.kwargs.get("alpha", 1) == 1:
-            bias, a, b = node.args
-            if not _on_tile_device(_val(a), _val(bias)):
-                continue
-        else:
+        parts = _gemm_parts(node)
+        added = None
+        if parts is None and node.target == aten.addmm.default \
+                and node.kwargs.get("beta", 1) == 1 and node.kwargs.get("alpha", 1) == 1:
+            added, a, b = node.args
+            if _is_tile_matmul(a, b) and _on_tile_device(_val(a), _val(added)):
+                parts = (a, b, None)
+        if parts is None:
             continue
-        if not _is_tile_matmul(a, b):
-            continue
+        a, b, bias = parts
         if wanted is not None and not wanted("matmul", _val(a), _val(b)):
             continue
-        product = _insert_after(node, tile.matmul.default, (a, b))
-        result = product if bias is None else _insert_after(product, aten.add.Tensor,
-                                                            (product, bias))
+        product = _insert_after(node, tile.matmul.default, (a, b),
+                                {} if bias is None else {"bias": bias})
+        result = product if added is None else _insert_after(product, aten.add.Tensor,
+                                                             (product, added))
         node.replace_all_uses_with(result)
         graph.erase_node(node)
         rewritten += 1

@@ -91,20 +91,50 @@ def test_mlp_training_matches_eager_and_runs_tile(first_bias):
     got, (forward_code, backward_code) = run_and_get_code(training_step, compiled, x, out_grad)
     assert_matches(got, training_step(model, x, out_grad))
 
-    # No GEMM is left to Inductor; without a bias between them, up and leaky_relu fuse.
+    # No GEMM is left to Inductor; up and leaky_relu fuse, with up's bias in the kernel's
+    # epilogue where it has one, and down's bias goes into its kernel too.
     for code in (forward_code, backward_code):
         assert "aten.mm" not in code and "extern_kernels.mm" not in code
         assert "extern_kernels.addmm" not in code
     fused = forward_code.count("torch.ops.tile.matmul_leaky_relu.default(")
-    assert fused == (0 if first_bias else 1)
+    assert fused == 1
+    assert ("0.1, bias=primals_" in forward_code) == first_bias
+    assert forward_code.count(", bias=primals_") == (2 if first_bias else 1)
     assert backward_code.count("torch.ops.tile.matmul.default(") == 4
     # On this CPU no add is worth tile.vector_add (graph_rewrites.VECTOR_ADD_MIN_ELEMENTS).
     assert "vector_add" not in forward_code + backward_code
 
     x, out_grad = torch.randn(32, 64), torch.randn(32, 64)
-    assert tile_ops_profiled(lambda: training_step(compiled, x, out_grad)) == (
-        {"tile::matmul"} if first_bias else {"tile::matmul", "tile::matmul_leaky_relu"})
+    assert tile_ops_profiled(lambda: training_step(compiled, x, out_grad)) == {
+        "tile::matmul", "tile::matmul_leaky_relu"}
     assert_matches(training_step(compiled, x, out_grad), training_step(model, x, out_grad))
+
+
+def test_linear_with_bias_and_leaky_relu_fuse_in_inference():
+    model = MLP(first_bias=True)
+    x = torch.randn(24, 64)
+    with torch.no_grad():
+        got, (code,) = run_and_get_code(torch.compile(model, backend="tile", fullgraph=True), x)
+        assert relative_error(got, model(x)) < 1e-4
+    # One kernel for Linear + bias + leaky_relu, one for Linear + bias: no aten GEMM, no
+    # leaky_relu (a where) and no bias add left for Inductor but the residual add.
+    assert code.count("torch.ops.tile.matmul_leaky_relu.default(") == 1
+    assert code.count("torch.ops.tile.matmul.default(") == 1
+    assert code.count(", bias=arg") == 2
+    assert "extern_kernels" not in code.replace("from torch._inductor.select_algorithm import "
+                                                "extern_kernels", "")
+    assert "where" not in code
+
+
+def test_an_addmm_bias_the_kernel_cannot_take_stays_an_add():
+    # A full M x N "bias" (the backward's addmm of the grad): tile.matmul and an aten add.
+    a, b, c = torch.randn(16, 32), torch.randn(32, 8), torch.randn(16, 8)
+    with torch.no_grad():
+        got, (code,) = run_and_get_code(
+            torch.compile(lambda a, b, c: torch.addmm(c, a, b), backend="tile", fullgraph=True),
+            a, b, c)
+    assert relative_error(got, torch.addmm(c, a, b)) < 1e-5
+    assert "torch.ops.tile.matmul.default(arg" in code and "bias=" not in code
 
 
 def test_negative_slope_fuses_only_where_the_backward_reads_no_mask():

@@ -122,6 +122,23 @@ def test_max_autotune_benchmarks_tile_matmul(benchmarked, flag):
     assert "tile_matmul" in benchmarked["mm"]
 
 
+def test_max_autotune_benchmarks_tile_for_a_linear_with_bias(benchmarked):
+    torch_tile.inductor.install()
+    x, w, bias = torch.randn(96, 80), torch.randn(72, 80), torch.randn(72)
+    with config.patch(max_autotune=True):
+        got = torch.compile(lambda x, w, bias: F.linear(x, w, bias).relu())(x, w, bias)
+    assert relative_error(got, F.linear(x, w, bias).relu()) < 1e-5
+    assert "tile_addmm" in benchmarked["addmm"]
+    assert benchmarked["addmm"].count("tile_addmm") == 1
+
+
+def test_tile_addmm_matches_aten_addmm():
+    from torch_tile.gemm_choices import tile_addmm
+    a, b, bias = torch.randn(33, 20), torch.randn(20, 17), torch.randn(17)
+    for row in (bias, bias.expand(33, 17)):
+        assert relative_error(tile_addmm(row, a, b), torch.addmm(row, a, b)) < 1e-6
+
+
 @pytest.mark.parametrize("patches", [{"max_autotune": False, "max_autotune_gemm": False},
                                      {"max_autotune": True, "max_autotune_gemm_backends": "ATEN"}],
                          ids=["without-autotuning", "without-TILE-in-backends"])
