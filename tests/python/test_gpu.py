@@ -314,7 +314,10 @@ def test_random_cases_match_float64():
     # stride-0 operands, NaN and negative slopes, biases.
     from matmul_fuzz import cases, check, run
     failures = []
-    for case in cases(600, seed=31337):
+    # 300 cases: with biases (a kernel of their own per dtype) they take ~3 minutes of
+    # compiles and runs on an H100, the test file's share of one device call.
+    drawn = cases(300, seed=31337)
+    for case in drawn:
         a, b = case.operands("cuda")
         bias = case.bias_operand("cuda")
         poison_next_allocation((case.m, case.n), getattr(torch, case.result))
@@ -322,4 +325,5 @@ def test_random_cases_match_float64():
             check(case, a, b, run(case, a, b, bias), bias)
         except Exception as error:  # collect them all: one run on a lent GPU is costly
             failures.append(f"{case}: {str(error).splitlines()[0]}\n{case.reproducer()}")
-    assert not failures, f"{len(failures)} of 600 cases failed:\n" + "\n".join(failures[:10])
+    assert not failures, (f"{len(failures)} of {len(drawn)} cases failed:\n"
+                          + "\n".join(failures[:10]))

@@ -272,9 +272,11 @@ struct LoadLowering : DistributedPattern<LoadOp> {
 
 /// A 2-D block whose rows all read the same elements (row stride 0, a mask over the
 /// columns only), such as a bias broadcast over the rows of the accumulator: each
-/// distinct column of this thread's elements is read once, with a guarded scalar load,
-/// and shared by the elements of its column. A gather would read every element. Null
-/// where the block is not of that form.
+/// distinct column of this thread's elements is read once and shared by the elements of
+/// its column. A gather would read every element. The reads have no branches, so that
+/// they are all in flight at once: a column outside the mask reads the block's first
+/// column instead (in bounds whenever any column is, which one branch around them all
+/// checks) and keeps zero. Null where the block is not of that form.
 Value LoadLowering::loadRowInvariant(LoadOp op, OpAdaptor adaptor,
                                      ConversionPatternRewriter &rewriter) const {
   auto type = cast<RankedTensorType>(op.getType());
@@ -301,37 +303,47 @@ Value LoadLowering::loadRowInvariant(LoadOp op, OpAdaptor adaptor,
   if (bounds)
     for (const ScalarPoly &bound : bounds->upper[1])
       colBounds.push_back(bound.materialize(rewriter, loc, remap));
-  Value zero = arith::ConstantOp::create(rewriter, loc, element, rewriter.getZeroAttr(element));
-  Value result = arith::ConstantOp::create(rewriter, loc, vectorType, rewriter.getZeroAttr(vectorType));
-  int64_t perLane = layout.tile.perLane;
-  for (int64_t rn = 0; rn < layout.repN; ++rn) {
-    DenseMap<int64_t, Value> byClass;
-    for (int64_t j = 0; j < perLane; ++j) {
-      Value &value = byClass[layout.tile.columnClass(j)];
-      if (!value) {
-        // Row tile 0's element (rn, j): its column is every row tile's.
-        auto [row, col32] = matrixCoordinates(rewriter, loc, dist, layout, rn * perLane + j);
-        Value col = arith::ExtUIOp::create(rewriter, loc, i64, col32);
-        Value on = arith::ConstantIntOp::create(rewriter, loc, 1, 1);
-        for (Value bound : colBounds)
-          on = arith::AndIOp::create(rewriter, loc, on,
-                                     arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::slt, col, bound));
-        Value ptr = LLVM::GEPOp::create(rewriter, loc, base.getType(), element, base,
-                                        ArrayRef<LLVM::GEPArg>{Value(arith::MulIOp::create(rewriter, loc, col, colStride))});
-        auto read = scf::IfOp::create(
-            rewriter, loc, on,
-            [&](OpBuilder &b, Location l) {
-              scf::YieldOp::create(b, l, Value(LLVM::LoadOp::create(b, l, element, ptr, elementBytes(element))));
-            },
-            [&](OpBuilder &b, Location l) { scf::YieldOp::create(b, l, zero); });
-        value = read.getResult(0);
+  auto inBounds = [&](OpBuilder &b, Location l, Value col) {
+    Value on = arith::ConstantIntOp::create(b, l, 1, 1);
+    for (Value bound : colBounds)
+      on = arith::AndIOp::create(b, l, on, arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, col, bound));
+    return on;
+  };
+  Value zeros = arith::ConstantOp::create(rewriter, loc, vectorType, rewriter.getZeroAttr(vectorType));
+  auto readAll = [&](OpBuilder &b, Location l) {
+    Value zero = arith::ConstantOp::create(b, l, element, b.getZeroAttr(element));
+    Value result = zeros;
+    int64_t perLane = layout.tile.perLane;
+    for (int64_t rn = 0; rn < layout.repN; ++rn) {
+      DenseMap<int64_t, Value> byClass;
+      for (int64_t j = 0; j < perLane; ++j) {
+        Value &value = byClass[layout.tile.columnClass(j)];
+        if (!value) {
+          // Row tile 0's element (rn, j): its column is every row tile's.
+          auto [row, col32] = matrixCoordinates(b, l, dist, layout, rn * perLane + j);
+          Value col = arith::ExtUIOp::create(b, l, i64, col32);
+          Value on = inBounds(b, l, col);
+          Value at = arith::SelectOp::create(b, l, on, arith::MulIOp::create(b, l, col, colStride),
+                                             arith::ConstantIntOp::create(b, l, i64, 0));
+          Value ptr = LLVM::GEPOp::create(b, l, base.getType(), element, base, ArrayRef<LLVM::GEPArg>{at});
+          Value read = LLVM::LoadOp::create(b, l, element, ptr, elementBytes(element));
+          value = arith::SelectOp::create(b, l, on, read, zero);
+        }
+        for (int64_t rm = 0; rm < layout.repM; ++rm)
+          result = vector::InsertOp::create(b, l, value, result,
+                                            ArrayRef<int64_t>{(rm * layout.repN + rn) * perLane + j});
       }
-      for (int64_t rm = 0; rm < layout.repM; ++rm)
-        result = vector::InsertOp::create(rewriter, loc, value, result,
-                                          ArrayRef<int64_t>{(rm * layout.repN + rn) * perLane + j});
     }
-  }
-  return result;
+    return result;
+  };
+  if (colBounds.empty())
+    return readAll(rewriter, loc);
+  Value firstIn = inBounds(rewriter, loc, arith::ConstantIntOp::create(rewriter, loc, i64, 0));
+  auto guarded = scf::IfOp::create(
+      rewriter, loc, firstIn,
+      [&](OpBuilder &b, Location l) { scf::YieldOp::create(b, l, readAll(b, l)); },
+      [&](OpBuilder &b, Location l) { scf::YieldOp::create(b, l, zeros); });
+  return guarded.getResult(0);
 }
 
 struct StoreLowering : DistributedPattern<StoreOp> {
