@@ -165,22 +165,26 @@ def test_what_tile_does_not_support_is_left_to_inductor():
 
 @pytest.mark.parametrize("dynamic", ["mark_dynamic", "dynamic=True"])
 def test_dynamic_shapes_compile_once_with_fullgraph(dynamic):
-    model = MLP(first_bias=False)
+    model = MLP(first_bias=True)
     counter = CompileCounterWithBackend("tile")
     compiled = torch.compile(model, backend=counter, fullgraph=True,
                              dynamic=True if dynamic == "dynamic=True" else None)
-    for rows in (8, 24, 40):
+    for rows in (8, 24, 40, 56):
         x, out_grad = torch.randn(rows, 64), torch.randn(rows, 64)
         if dynamic == "mark_dynamic":
             torch._dynamo.mark_dynamic(x, 0)
         assert_matches(training_step(compiled, x, out_grad), training_step(model, x, out_grad))
     assert counter.frame_count == 1
     # dynamic=True also turns float attributes such as the slope into graph inputs
-    # (torch._dynamo.config.specialize_float is False): unknown when compiling, a slope
-    # cannot be fused into tile.matmul_leaky_relu, whose slope is a constant.
+    # (torch._dynamo.config.specialize_float is False): its sign unknown when compiling,
+    # the backward's mask could not read the fused output, so the pair is not fused.
     assert tile_ops_profiled(lambda: training_step(compiled, x, out_grad)) == (
         {"tile::matmul", "tile::matmul_leaky_relu"} if dynamic == "mark_dynamic"
         else {"tile::matmul"})
+    # Either way the biases stay in the kernels' epilogues, at every size.
+    with torch.no_grad():
+        _, (code,) = run_and_get_code(compiled, torch.randn(72, 64))
+    assert code.count(", bias=arg") == 2 and "extern_kernels.addmm" not in code
 
 
 def test_only_adds_nothing_fuses_with_become_vector_add(monkeypatch):
