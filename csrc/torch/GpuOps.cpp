@@ -156,7 +156,7 @@ at::Tensor matmul(const at::Tensor &a, const at::Tensor &b, std::optional<at::Sc
 
 at::Tensor matmulLeakyRelu(const at::Tensor &a, const at::Tensor &b, double negativeSlope,
                            std::optional<at::ScalarType> outDtype,
-                  const std::optional<at::Tensor> &bias) {
+                           const std::optional<at::Tensor> &bias) {
   return matmulGpu("tile::matmul_leaky_relu", a, b, negativeSlope, outDtype, bias);
 }
 

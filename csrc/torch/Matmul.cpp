@@ -47,7 +47,7 @@ at::Tensor matmul(const at::Tensor &a, const at::Tensor &b,
 
 at::Tensor matmulLeakyRelu(const at::Tensor &a, const at::Tensor &b, double negativeSlope,
                            std::optional<at::ScalarType> outDtype,
-                  const std::optional<at::Tensor> &bias) {
+                           const std::optional<at::Tensor> &bias) {
   return matmulCpu("tile::matmul_leaky_relu", a, b, negativeSlope, outDtype, bias);
 }
 

@@ -164,7 +164,7 @@ tile::binding::prepareMatmul(const char *op, const at::Tensor &a, const at::Tens
   call->spec.config = ops::defaultMatmulConfig(target, m, n, k, call->spec.dtypes[0]);
   constexpr int64_t int32Max = std::numeric_limits<int32_t>::max();
   bool fits32 = std::max({m, n, k, maxOffset(call->a), maxOffset(call->b), maxOffset(call->c),
-                          bias ? maxOffset(*bias) : 0, biasStride}) < int32Max;
+                          bias ? maxOffset(*bias) : 0}) < int32Max;
   call->spec.config["index_bits"] = fits32 ? 32 : 64;
   // The GPU lowering picks its shared-memory layouts and access widths by them; the CPU
   // microkernel reads its operands through runtime strides and keeps one kernel per

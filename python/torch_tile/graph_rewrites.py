@@ -90,9 +90,7 @@ def _insert_after(node, target, args, kwargs=None):
 
 def _gemm_parts(node):
     """(a, b, bias) when `node` is mm(a, b) (bias None) or addmm(bias, a, b) with beta = alpha
-    = 1 and a bias the tile kernels take as theirs: 1-D of length N, in the operands' dtype
-    and on their device. None otherwise, and for addmm with any other bias (a full M x N
-    matrix, a broadcast row), which tile.matmul then leaves to an aten add."""
+    = 1, on operands the tile kernels take; None otherwise."""
     if node.target == aten.mm.default:
         a, b = node.args
         return (a, b, None) if _is_tile_matmul(a, b) else None
@@ -102,10 +100,14 @@ def _gemm_parts(node):
     bias, a, b = node.args
     if not (_is_tile_matmul(a, b) and _on_tile_device(_val(a), _val(bias))):
         return None
-    n = _val(b).shape[1]
-    if _val(bias).dim() != 1 or not statically_known_true(sym_eq(_val(bias).shape[0], n)):
-        return None
     return a, b, bias
+
+
+def _kernel_takes_bias(bias, b) -> bool:
+    """Whether an addmm's bias is one the kernels add in their epilogue: 1-D of length N
+    (a Linear's), not a full M x N matrix or a broadcast row."""
+    n = _val(b).shape[1]
+    return _val(bias).dim() == 1 and statically_known_true(sym_eq(_val(bias).shape[0], n))
 
 
 def _leaky_relu_parts(where):
@@ -141,7 +143,7 @@ def fuse_matmul_leaky_relu(graph: torch.fx.Graph, wanted: GemmFilter = None) -> 
             continue
         x, slope, mask, scaled = parts
         gemm = _gemm_parts(x)
-        if gemm is None:
+        if gemm is None or (gemm[2] is not None and not _kernel_takes_bias(gemm[2], gemm[1])):
             continue
         a, b, bias = gemm
         masks = [user for user in x.users if user.target == aten.gt.Scalar
@@ -179,15 +181,12 @@ def matmul_to_tile(graph: torch.fx.Graph, wanted: GemmFilter = None) -> int:
     rewritten = 0
     for node in list(graph.nodes):
         parts = _gemm_parts(node)
-        added = None
-        if parts is None and node.target == aten.addmm.default \
-                and node.kwargs.get("beta", 1) == 1 and node.kwargs.get("alpha", 1) == 1:
-            added, a, b = node.args
-            if _is_tile_matmul(a, b) and _on_tile_device(_val(a), _val(added)):
-                parts = (a, b, None)
         if parts is None:
             continue
         a, b, bias = parts
+        added = None
+        if bias is not None and not _kernel_takes_bias(bias, b):
+            bias, added = None, bias
         if wanted is not None and not wanted("matmul", _val(a), _val(b)):
             continue
         product = _insert_after(node, tile.matmul.default, (a, b),

@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 
 import torch_tile  # noqa: F401
+from matmul_fuzz import Case, check
 
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
     not torch.cuda.is_available(), reason="no GPU visible to torch"))]
@@ -47,28 +48,16 @@ def poisoned(shape, dtype, device):
     del block
 
 
-def assert_close_elementwise(out, a, b, bias, op, slope, result):
-    """Within the worst case of a float32 accumulation (K products and the bias) and one
-    rounding to the result dtype, element by element; exact for int8."""
-    assert out.dtype == result and out.shape == (a.shape[0], b.shape[1])
-    if result == torch.int32:
-        ref = a.cpu().long() @ b.cpu().long() + bias.cpu().long()
-        assert torch.equal(out.cpu().long(), ref)
-        return
-    a64, b64, bias64 = a.cpu().double(), b.cpu().double(), bias.cpu().double()
-    ref = a64 @ b64 + bias64
-    magnitude = a64.abs() @ b64.abs() + bias64.abs()
-    gain = 1.0
-    if op == "matmul_leaky_relu":
-        ref, gain = F.leaky_relu(ref, slope), max(1.0, abs(slope))
-    bound = 2 * (torch.finfo(result).eps / 2 * ref.abs()
-                 + gain * (a.shape[1] + 3) * torch.finfo(torch.float32).eps / 2 * magnitude)
-    bound += torch.finfo(result).tiny
-    error = (out.cpu().double() - ref).abs()
-    assert torch.isfinite(out).all()
-    assert (error <= bound).all(), (
-        f"{(error > bound).sum().item()} elements outside the bound, worst "
-        f"{(error - bound).max().item():.3g} over it")
+def assert_close_elementwise(out, a, b, bias, op, slope, result, out_dtype=None):
+    """The property test's check (matmul_fuzz.check): element by element within the worst
+    case of a float32 accumulation (the bias one more term) and one rounding to the result
+    dtype; exact for int8."""
+    name = lambda dtype: str(dtype).removeprefix("torch.")  # noqa: E731
+    case = Case(seed=0, op=op, dtype=name(a.dtype), out_dtype=out_dtype and name(out_dtype),
+                result=name(result), m=a.shape[0], n=b.shape[1], k=a.shape[1],
+                a_view="contiguous", b_view="contiguous",
+                slope=slope if op == "matmul_leaky_relu" else 0.0, bias=name(bias.dtype))
+    check(case, a, b, out, bias)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -85,7 +74,7 @@ def test_bias_parity(op, inputs, out_dtype, result, bias_dtype, shape, device):
         out = torch.ops.tile.matmul(a, b, **kwargs)
     else:
         out = torch.ops.tile.matmul_leaky_relu(a, b, -0.3, **kwargs)
-    assert_close_elementwise(out, a, b, bias, op, -0.3, result)
+    assert_close_elementwise(out, a, b, bias, op, -0.3, result, out_dtype)
 
 
 @pytest.mark.parametrize("device", DEVICES)
