@@ -3,6 +3,7 @@
 // operands exactly (each element once, or once per half-wave where RDNA3's WMMA repeats
 // its inputs). A wrong entry here computes wrong results on hardware that CI never
 // sees, so it is checked by evaluating the maps lane by lane.
+#include "EvaluateArith.h"
 #include "GpuLowering.h"
 
 #include "ops/KernelBuilders.h"
@@ -20,35 +21,9 @@
 
 using namespace mlir;
 using namespace mlir::tile::gpu_lowering;
+using ::tile::testing::evaluate;
 
 namespace {
-
-/// The value of an i32 built from constants by the arith ops the lane maps use.
-int64_t evaluate(Value v) {
-  Operation *op = v.getDefiningOp();
-  if (auto constant = dyn_cast<arith::ConstantOp>(op))
-    return cast<IntegerAttr>(constant.getValue()).getInt();
-  auto lhs = [&] { return evaluate(op->getOperand(0)); };
-  auto rhs = [&] { return evaluate(op->getOperand(1)); };
-  if (isa<arith::AddIOp>(op))
-    return lhs() + rhs();
-  if (isa<arith::SubIOp>(op))
-    return lhs() - rhs();
-  if (isa<arith::MulIOp>(op))
-    return lhs() * rhs();
-  if (isa<arith::DivUIOp, arith::DivSIOp>(op))
-    return lhs() / rhs();
-  if (isa<arith::RemUIOp, arith::RemSIOp>(op))
-    return lhs() % rhs();
-  if (isa<arith::AndIOp>(op))
-    return lhs() & rhs();
-  if (isa<arith::ShLIOp>(op))
-    return lhs() << rhs();
-  if (isa<arith::ShRUIOp>(op))
-    return lhs() >> rhs();
-  ADD_FAILURE() << "unexpected op in a lane map: " << op->getName().getStringRef().str();
-  return -1;
-}
 
 struct Case {
   const char *arch;

@@ -168,6 +168,10 @@ struct OperandPlan {
 struct OperandView {
   Value matrix; ///< the operand's first element, always readable when K > 0
   Value base, outerStride, innerStride, validOuter, validInner, innerUnit;
+  Value offset; ///< elements from `matrix` to `base`
+  /// The byte offset from `matrix` of every element inside the matrix fits in 32
+  /// unsigned bits (the kernel's pointer range promise, for elements of at most 2 bytes).
+  bool offsets32 = false;
 };
 
 OperandPlan planOperand(const StagedOperand &operand, RankedTensorType type, unsigned kDim,
@@ -269,11 +273,16 @@ Value elementPtr(OpBuilder &b, Location loc, Value base, Type element, Value ind
   return LLVM::GEPOp::create(b, loc, base.getType(), element, base, ArrayRef<LLVM::GEPArg>{index});
 }
 
+/// The address of element `offset` (i32) of stage `slotBase` of a shared buffer.
+Value sharedPtr(OpBuilder &b, Location loc, Value buffer, Value slotBase, Type element, Value offset) {
+  offset = arith::AddIOp::create(b, loc, slotBase, offset);
+  return elementPtr(b, loc, buffer, element, arith::ExtUIOp::create(b, loc, b.getI64Type(), offset));
+}
+
 /// The address of (outer, inner) (i32) of stage `slotBase` of a shared buffer.
 Value sharedPtr(OpBuilder &b, Location loc, const SharedLayout &layout, Value buffer, Value slotBase,
                 Type element, Value outer, Value inner) {
-  Value offset = arith::AddIOp::create(b, loc, slotBase, layout.offset(b, loc, outer, inner));
-  return elementPtr(b, loc, buffer, element, arith::ExtUIOp::create(b, loc, b.getI64Type(), offset));
+  return sharedPtr(b, loc, buffer, slotBase, element, layout.offset(b, loc, outer, inner));
 }
 
 /// Concatenates equally typed vectors.
@@ -381,32 +390,53 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
                       Type element, Value inRange) const {
     int64_t bytes = elementBytes(element);
     auto runType = VectorType::get({plan.run}, element);
-    Type i64 = b.getI64Type();
+    Type i32 = b.getI32Type(), i64 = b.getI64Type();
+    // The bounds are compared in 32 bits: a tile's valid lanes never exceed its extent.
+    Value validOuter = arith::TruncIOp::create(b, loc, i32, view.validOuter);
+    Value validInner = arith::TruncIOp::create(b, loc, i32, view.validInner);
     SmallVector<Value> loaded, keep;
     for (int64_t r = 0; r < plan.runsPerThread; ++r) {
       auto [outer32, inner32] = runPosition(b, loc, plan, r);
       Value outer = arith::ExtUIOp::create(b, loc, i64, outer32);
       Value inner = arith::ExtUIOp::create(b, loc, i64, inner32);
-      Value outerOn = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, outer, view.validOuter);
+      Value outerOn = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, outer32, validOuter);
       if (Value exists = runExists(b, loc, plan, r))
         outerOn = arith::AndIOp::create(b, loc, outerOn, exists);
       if (inRange)
         outerOn = arith::AndIOp::create(b, loc, outerOn, inRange);
-      Value src = globalPtr(b, loc, view, element, outer, inner);
-      Value runEnd = arith::AddIOp::create(b, loc, inner, c64(b, loc, plan.run));
+      Value runEnd = arith::AddIOp::create(b, loc, inner32, i32Constant(b, loc, plan.run));
       Value whole = arith::AndIOp::create(
-          b, loc, outerOn, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, runEnd, view.validInner));
+          b, loc, outerOn, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, runEnd, validInner));
       if (!plan.innerUnit)
         whole = arith::AndIOp::create(b, loc, whole, view.innerUnit);
       if (plan.aligned16 && plan.wholeRuns) {
         // Every run is aligned and all in or all out: a masked load, as Triton's, with
         // runs outside reading the operand's first run (readable: the inner extent is a
         // positive multiple of the run whenever the loop runs) and keeping zeros.
-        Value ptr = arith::SelectOp::create(b, loc, whole, src, view.matrix);
+        Value ptr;
+        if (view.offsets32) {
+          // The offset from the operand's first element, in 32 bits: the address is a
+          // uniform base plus one register (AMD's global_load with an SGPR base), where a
+          // 64-bit address per lane takes two.
+          Value lane = arith::AddIOp::create(
+              b, loc, arith::MulIOp::create(b, loc, outer32, arith::TruncIOp::create(b, loc, i32, view.outerStride)),
+              inner32);
+          Value at = arith::AddIOp::create(b, loc, arith::TruncIOp::create(b, loc, i32, view.offset), lane);
+          at = arith::SelectOp::create(b, loc, whole, at, i32Constant(b, loc, 0));
+          // The freeze keeps LLVM from moving the select past the widening (to a select
+          // of 64-bit offsets), which would hide the 32-bit offset from the backend.
+          Value byteAt = arith::ExtUIOp::create(
+              b, loc, i64,
+              LLVM::FreezeOp::create(b, loc, arith::MulIOp::create(b, loc, at, i32Constant(b, loc, bytes))));
+          ptr = elementPtr(b, loc, view.matrix, b.getI8Type(), byteAt);
+        } else {
+          ptr = arith::SelectOp::create(b, loc, whole, globalPtr(b, loc, view, element, outer, inner), view.matrix);
+        }
         loaded.push_back(LLVM::LoadOp::create(b, loc, runType, ptr, plan.run * bytes));
         keep.push_back(whole);
         continue;
       }
+      Value src = globalPtr(b, loc, view, element, outer, inner);
       if (!plan.aligned16)
         whole = arith::AndIOp::create(b, loc, whole, isAligned(b, loc, src, plan.run * bytes));
       auto data = scf::IfOp::create(
@@ -421,10 +451,10 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
             Value values = arith::ConstantOp::create(b, loc, runType, b.getZeroAttr(runType));
             Value zero = arith::ConstantOp::create(b, loc, element, b.getZeroAttr(element));
             for (int64_t j = 0; j < plan.run; ++j) {
-              Value at = arith::AddIOp::create(b, loc, inner, c64(b, loc, j));
+              Value at = arith::AddIOp::create(b, loc, inner32, i32Constant(b, loc, j));
               Value on = arith::AndIOp::create(
-                  b, loc, outerOn, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, at, view.validInner));
-              Value ptr = globalPtr(b, loc, view, element, outer, at);
+                  b, loc, outerOn, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, at, validInner));
+              Value ptr = globalPtr(b, loc, view, element, outer, arith::ExtUIOp::create(b, loc, i64, at));
               ptr = arith::SelectOp::create(b, loc, on, ptr, view.matrix);
               Value one = arith::SelectOp::create(b, loc, on, LLVM::LoadOp::create(b, loc, element, ptr, bytes), zero);
               values = vector::InsertOp::create(b, loc, one, values, ArrayRef<int64_t>{j});
@@ -561,8 +591,9 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
           for (int64_t j = 0; j < plan.group; ++j)
             column.push_back((r + j) * plan.run + i);
           Value values = vector::ShuffleOp::create(b, loc, registers, registers, column);
-          Value nonK = arith::AddIOp::create(b, loc, inner, i32Constant(b, loc, i));
-          Value ptr = sharedPtr(b, loc, plan.shared, buffer, slotBase, element, nonK, k);
+          // The run starts at a multiple of its length.
+          Value ptr = sharedPtr(b, loc, buffer, slotBase, element,
+                                plan.shared.offsetFrom(b, loc, inner, plan.run, i, k));
           LLVM::StoreOp::create(b, loc, values, ptr, plan.group * bytes);
         }
       };
@@ -729,6 +760,8 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
     Value offset = operand.lanes.offset.materialize(rewriter, loc, remap);
     view.matrix = remap(operand.lanes.basePtr);
     view.base = elementPtr(rewriter, loc, view.matrix, input, offset);
+    view.offset = offset;
+    view.offsets32 = bytes <= 2 && dist.pointerRanges.bitsOf(operand.lanes.basePtr) <= 32;
     unsigned innerDim = p.innerDim, outerDim = 1 - p.innerDim;
     view.outerStride = operand.lanes.strides[outerDim].materialize(rewriter, loc, remap);
     view.innerStride = operand.lanes.strides[innerDim].materialize(rewriter, loc, remap);

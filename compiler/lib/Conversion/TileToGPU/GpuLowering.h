@@ -4,6 +4,7 @@
 
 #include "tile/Analysis/AffineLanes.h"
 #include "tile/Analysis/Divisibility.h"
+#include "tile/Analysis/PointerRange.h"
 #include "tile/Dialect/Tile/IR/TileDialect.h"
 #include "tile/Target/GpuArch.h"
 
@@ -135,6 +136,7 @@ struct Distribution {
   Value threadId; // i32, at the top of the kernel
   const PipelinePlans *pipelines = nullptr;
   Divisibility divisibility; ///< what the kernel's arguments promise
+  PointerRanges pointerRanges; ///< how far past its pointers the kernel reaches
   ThreadLayout of(Type tensorType) const {
     return layoutFor(cast<RankedTensorType>(tensorType).getDimSize(0), threads, accessElements);
   }
@@ -180,6 +182,14 @@ struct SharedLayout {
   int64_t vec = 1, perPhase = 1, maxPhase = 1;
   /// The element offset (i32) of (outerIndex, innerIndex), both i32.
   Value offset(OpBuilder &b, Location loc, Value outerIndex, Value innerIndex) const;
+  /// offset(outerBase + step, innerIndex) for an outerBase known to be a multiple of
+  /// `multiple` (a power of two) and 0 <= step < multiple. Where perPhase divides
+  /// `multiple`, the step's share of the swizzle is a constant XOR, so the rows
+  /// outerBase .. outerBase + multiple - 1 need only multiple / perPhase distinct
+  /// per-lane terms, the rest being immediate offsets (LLVM cannot prove that the
+  /// swizzle phases of consecutive rows share their terms).
+  Value offsetFrom(OpBuilder &b, Location loc, Value outerBase, int64_t multiple, int64_t step,
+                   Value innerIndex) const;
 };
 
 /// The swizzle for reads of `accessBytes` (8 or 16) per lane: banks are 4 bytes wide and

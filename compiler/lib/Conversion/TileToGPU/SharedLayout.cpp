@@ -37,3 +37,22 @@ Value SharedLayout::offset(OpBuilder &b, Location loc, Value outerIndex, Value i
   Value column = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, unit, c(vec)), within);
   return arith::AddIOp::create(b, loc, row, column);
 }
+
+Value SharedLayout::offsetFrom(OpBuilder &b, Location loc, Value outerBase, int64_t multiple,
+                               int64_t step, Value innerIndex) const {
+  auto c = [&](int64_t v) { return i32Constant(b, loc, v); };
+  if (maxPhase == 1 || multiple % perPhase != 0)
+    return offset(b, loc, arith::AddIOp::create(b, loc, outerBase, c(step)), innerIndex);
+  // outerBase / perPhase is a multiple of multiple / perPhase, which step / perPhase is
+  // below: their sum's bits are disjoint, so its phase is the XOR of their phases.
+  Value phase = arith::RemUIOp::create(
+      b, loc, arith::DivUIOp::create(b, loc, outerBase, c(perPhase)), c(maxPhase));
+  Value unit = arith::XOrIOp::create(b, loc, arith::DivUIOp::create(b, loc, innerIndex, c(vec)), phase);
+  if (int64_t stepPhase = step / perPhase % maxPhase)
+    unit = arith::XOrIOp::create(b, loc, unit, c(stepPhase));
+  Value within = arith::RemUIOp::create(b, loc, innerIndex, c(vec));
+  Value row = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, outerBase, c(inner)),
+                                    c(step * inner));
+  Value column = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, unit, c(vec)), within);
+  return arith::AddIOp::create(b, loc, row, column);
+}

@@ -650,6 +650,7 @@ struct ConvertTileToGPUPass : mlir::tile::impl::ConvertTileToGPUBase<ConvertTile
         return signalPassFailure();
       dist.accessElements = accessElementsOf(kernel);
       dist.divisibility = Divisibility(kernel);
+      dist.pointerRanges = PointerRanges(kernel);
 
       builder.setInsertionPointToEnd(gpuModule.getBody());
       auto func = gpu::GPUFuncOp::create(builder, kernel.getLoc(), kernel.getName(),
