@@ -11,4 +11,8 @@ TORCH_LIBRARY(tile, m) {
   m.def("matmul_leaky_relu(Tensor a, Tensor b, float negative_slope=0.01, *, "
         "ScalarType? out_dtype=None, Tensor? bias=None) -> Tensor",
         tags);
+  // The slope as a 0-d tensor (a graph input under dynamic=True), read at run time.
+  m.def("matmul_leaky_relu.Tensor(Tensor a, Tensor b, Tensor negative_slope, *, "
+        "ScalarType? out_dtype=None, Tensor? bias=None) -> Tensor",
+        tags);
 }

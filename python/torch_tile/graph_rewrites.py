@@ -53,7 +53,8 @@ VECTOR_ADD_MIN_ELEMENTS: dict[str, int] = {}
 GemmFilter = Callable[[str, torch.Tensor, torch.Tensor], bool] | None
 
 # Kernels Inductor calls as they are: no pointwise kernel fuses into their inputs or outputs.
-_TILE_OPS = (tile.matmul.default, tile.matmul_leaky_relu.default, tile.vector_add.default)
+_TILE_OPS = (tile.matmul.default, tile.matmul_leaky_relu.default,
+             tile.matmul_leaky_relu.Tensor, tile.vector_add.default)
 
 
 def _val(node):
@@ -122,9 +123,25 @@ def _leaky_relu_parts(where):
     if not (scaled.target == aten.mul.Tensor and scaled.args[0] is x):
         return None
     slope = scaled.args[1]
+    if isinstance(slope, torch.fx.Node):
+        return (x, slope, mask, scaled) if _runtime_slope(slope) is not None else None
     if isinstance(slope, bool) or not isinstance(slope, (int, float)) or not math.isfinite(slope):
         return None
     return x, float(slope), mask, scaled
+
+
+def _runtime_slope(scale):
+    """The 0-d tensor input that a leaky_relu's slope comes from when it is a graph input
+    (dynamic=True makes float attributes inputs: torch._dynamo.config.specialize_float is
+    False), where `scale` is its conversion to the activation's dtype; None otherwise."""
+    if scale.target != torch.ops.prims.convert_element_type.default:
+        return None
+    source = scale.args[0]
+    value = _val(source)
+    if not (isinstance(source, torch.fx.Node) and isinstance(value, torch.Tensor)
+            and value.dim() == 0 and value.dtype.is_floating_point and value.device.type == "cpu"):
+        return None
+    return source
 
 
 def fuse_matmul_leaky_relu(graph: torch.fx.Graph, wanted: GemmFilter = None) -> int:
@@ -151,12 +168,17 @@ def fuse_matmul_leaky_relu(graph: torch.fx.Graph, wanted: GemmFilter = None) -> 
         if set(x.users) != {where, scaled, *masks} or set(scaled.users) != {where}:
             continue
         masks_read_elsewhere = any(set(m.users) != {where} for m in masks)
-        if masks_read_elsewhere and slope < 0:
+        runtime = isinstance(slope, torch.fx.Node)
+        # A slope that is a graph input has no sign when compiling.
+        if masks_read_elsewhere and (runtime or slope < 0):
             continue
         if wanted is not None and not wanted("matmul_leaky_relu", _val(a), _val(b)):
             continue
-        fused = _insert_after(x, tile.matmul_leaky_relu.default, (a, b, slope),
-                              {} if bias is None else {"bias": bias})
+        # A slope that is a graph input is read by the kernel's call, from its 0-d tensor,
+        # at run time: no value of it compiles again.
+        op, slope = ((tile.matmul_leaky_relu.Tensor, _runtime_slope(slope)) if runtime
+                     else (tile.matmul_leaky_relu.default, slope))
+        fused = _insert_after(x, op, (a, b, slope), {} if bias is None else {"bias": bias})
         where.replace_all_uses_with(fused)
         graph.erase_node(where)
         graph.erase_node(scaled)

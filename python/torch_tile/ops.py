@@ -71,3 +71,14 @@ def _matmul_leaky_relu_fake(a, b, negative_slope=0.01, *, out_dtype=None, bias=N
     out = _matmul_out_dtype("matmul_leaky_relu", a, b, out_dtype, epilogue=True)
     _check_bias("matmul_leaky_relu", bias, a, b, out)
     return a.new_empty((a.shape[0], b.shape[1]), dtype=out)
+
+
+@torch.library.register_fake("tile::matmul_leaky_relu.Tensor")
+def _matmul_leaky_relu_tensor_slope_fake(a, b, negative_slope, *, out_dtype=None, bias=None):
+    torch._check(negative_slope.dim() == 0,
+                 lambda: f"tile::matmul_leaky_relu: negative_slope must be a 0-d tensor, got "
+                         f"shape {tuple(negative_slope.shape)}")
+    torch._check(negative_slope.dtype.is_floating_point,
+                 lambda: f"tile::matmul_leaky_relu: negative_slope must be a floating-point "
+                         f"tensor, got {negative_slope.dtype}")
+    return _matmul_leaky_relu_fake(a, b, out_dtype=out_dtype, bias=bias)

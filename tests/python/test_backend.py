@@ -187,6 +187,32 @@ def test_dynamic_shapes_compile_once_with_fullgraph(dynamic):
     assert code.count(", bias=arg") == 2 and "extern_kernels.addmm" not in code
 
 
+@pytest.mark.parametrize("dynamic", ["mark_dynamic", "dynamic=True"])
+def test_dynamic_shapes_keep_the_fusion_in_inference(dynamic):
+    # With no backward to give a mask to, the pair is fused whatever the slope's sign;
+    # under dynamic=True the slope is a graph input that the kernel's call reads at run
+    # time, so a new slope compiles nothing.
+    model = MLP(first_bias=True, slope=0.2)
+    counter = CompileCounterWithBackend("tile")
+    compiled = torch.compile(model, backend=counter, fullgraph=True,
+                             dynamic=True if dynamic == "dynamic=True" else None)
+    with torch.no_grad():
+        for rows, slope in ((8, 0.2), (24, 0.2), (40, 0.2), (56, 0.2), (40, -0.5)):
+            if dynamic == "dynamic=True":
+                model.slope = slope
+            x = torch.randn(rows, 64)
+            if dynamic == "mark_dynamic":
+                torch._dynamo.mark_dynamic(x, 0)
+            got, (code,) = run_and_get_code(compiled, x) if rows == 8 else (compiled(x), (None,))
+            assert relative_error(got, model(x)) < 1e-5, (rows, slope)
+            if code is not None:
+                fused = ("torch.ops.tile.matmul_leaky_relu.Tensor(" if dynamic == "dynamic=True"
+                         else "torch.ops.tile.matmul_leaky_relu.default(")
+                assert fused in code and ", bias=arg" in code
+                assert "leaky_relu_" not in code.replace("tile.matmul_leaky_relu", "")
+    assert counter.frame_count == 1
+
+
 def test_only_adds_nothing_fuses_with_become_vector_add(monkeypatch):
     # Pretend tile.vector_add won on this CPU from the first element, to check which adds
     # the rule picks: the sum of two matmuls, read by nothing but the output; not the one

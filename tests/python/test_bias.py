@@ -182,4 +182,4 @@ def test_opcheck_with_bias(op, dtype, out_dtype, bias_dtype):
         a.requires_grad_(), bias.requires_grad_()
     kwargs = {"bias": bias} if out_dtype is None else {"bias": bias, "out_dtype": out_dtype}
     args = (a, b) if op == "matmul" else (a, b, 0.2)
-    torch.library.opcheck(getattr(torch.ops.tile, op), args, kwargs)
+    torch.library.opcheck(getattr(torch.ops.tile, op).default, args, kwargs)

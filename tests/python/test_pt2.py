@@ -25,6 +25,7 @@ def matrices(shape, dtype, grad=False):
 def test_ops_are_tagged_pt2_compliant():
     for op in (torch.ops.tile.vector_add, torch.ops.tile.matmul, torch.ops.tile.matmul_leaky_relu):
         assert torch.Tag.pt2_compliant_tag in op.default.tags
+    assert torch.Tag.pt2_compliant_tag in torch.ops.tile.matmul_leaky_relu.Tensor.tags
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
@@ -45,7 +46,48 @@ def test_opcheck_matmuls(op, shape, dtype, out_dtype):
     a, b = matrices(shape, dtype, grad=dtype.is_floating_point)
     args = (a, b) if op == "matmul" else (a, b, 0.2)
     kwargs = {} if out_dtype is None else {"out_dtype": out_dtype}
-    torch.library.opcheck(getattr(torch.ops.tile, op), args, kwargs)
+    torch.library.opcheck(getattr(torch.ops.tile, op).default, args, kwargs)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("dtype, out_dtype", [(torch.float32, None), (torch.float16, None),
+                                              (torch.bfloat16, torch.float32)])
+@pytest.mark.parametrize("grad", [False, True])
+def test_opcheck_tensor_slope(shape, dtype, out_dtype, grad):
+    # The slope as a 0-d tensor, as compiled graphs hold a float attribute under
+    # dynamic=True; with gradients the op composes tile.matmul and aten ops, which trace
+    # without the slope's value.
+    a, b = matrices(shape, dtype, grad=grad)
+    bias = torch.randn(shape[1]).to(dtype).requires_grad_(grad)
+    kwargs = {"bias": bias} if out_dtype is None else {"out_dtype": out_dtype, "bias": bias}
+    torch.library.opcheck(torch.ops.tile.matmul_leaky_relu.Tensor,
+                          (a, b, torch.tensor(-0.3, dtype=torch.float64)), kwargs)
+
+
+@pytest.mark.parametrize("slope", [0.2, 0.0, -0.5, float("nan")])
+@pytest.mark.parametrize("grad", [False, True])
+def test_tensor_slope_matches_the_float_overload(slope, grad):
+    a, b = matrices((40, 24, 32), torch.float32, grad=grad)
+    bias = torch.randn(24, requires_grad=grad)
+    want = torch.ops.tile.matmul_leaky_relu(a, b, slope, bias=bias)
+    got = torch.ops.tile.matmul_leaky_relu.Tensor(a, b, torch.tensor(slope), bias=bias)
+    torch.testing.assert_close(got, want, equal_nan=True, rtol=1e-6, atol=1e-6)
+    if grad:
+        weight = torch.randn_like(want)
+        want_grads = torch.autograd.grad((want * weight).nansum(), (a, b, bias))
+        got_grads = torch.autograd.grad((got * weight).nansum(), (a, b, bias))
+        for g, w in zip(got_grads, want_grads):
+            torch.testing.assert_close(g, w, equal_nan=True, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("slope, error, message", [
+    (torch.tensor([0.2]), ValueError, "negative_slope must be a 0-d tensor"),
+    (torch.tensor(1), TypeError, "negative_slope must be a floating-point tensor"),
+])
+def test_bad_tensor_slopes_are_clear_errors(slope, error, message):
+    a, b = matrices((4, 5, 6), torch.float32)
+    with pytest.raises(error, match=message):
+        torch.ops.tile.matmul_leaky_relu.Tensor(a, b, slope)
 
 
 def grads(fn, *inputs):
