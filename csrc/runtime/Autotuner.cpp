@@ -1,4 +1,5 @@
 #include "runtime/Autotuner.h"
+#include "runtime/LaunchPlans.h"
 
 #include "runtime/BuildId.h"
 #include "runtime/DiskCache.h"
@@ -137,9 +138,15 @@ Autotuner &Autotuner::global() {
   return tuner;
 }
 
+// The launch plans were chosen under the tuning settings: they go when those change.
 void Autotuner::setEnabled(bool enabled) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  enabled_ = enabled;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (enabled_ == enabled)
+      return;
+    enabled_ = enabled;
+  }
+  LaunchPlans::global().clear();
 }
 
 bool Autotuner::enabled() const {
@@ -154,8 +161,11 @@ void Autotuner::setProgressAfter(double seconds) {
 
 void Autotuner::setCandidates(const std::string &op, const std::string &family,
                               std::vector<Config> candidates) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  candidates_[op + "@" + family] = std::move(candidates);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    candidates_[op + "@" + family] = std::move(candidates);
+  }
+  LaunchPlans::global().clear();
 }
 
 std::vector<Config> Autotuner::candidates(const std::string &op, const Target &target) const {
@@ -170,9 +180,12 @@ Autotuner::Stats Autotuner::stats() const {
 }
 
 void Autotuner::clear() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  winners_.clear();
-  stats_ = {};
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    winners_.clear();
+    stats_ = {};
+  }
+  LaunchPlans::global().clear();
 }
 
 std::optional<Config> Autotuner::tuned(const std::string &op, const std::string &problem,

@@ -1,4 +1,5 @@
 #include "runtime/KernelCache.h"
+#include "runtime/LaunchPlans.h"
 
 #include "runtime/CompileAndLoad.h"
 
@@ -48,10 +49,19 @@ KernelCache::Stats KernelCache::stats() const {
   return stats_;
 }
 
-void KernelCache::clear() {
+void KernelCache::recordHit() {
   std::lock_guard<std::mutex> lock(mutex_);
-  kernels_.clear();
-  stats_ = {};
+  ++stats_.hits;
+}
+
+void KernelCache::clear() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    kernels_.clear();
+    stats_ = {};
+  }
+  // The plans hold kernels too: they go with them.
+  LaunchPlans::global().clear();
 }
 
 KernelCache &KernelCache::global() {

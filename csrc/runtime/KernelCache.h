@@ -30,6 +30,9 @@ public:
   explicit KernelCache(CompileFn compile);
 
   KernelPtr get(const ops::KernelSpec &spec, const Target &target);
+  /// Counts a call that a launch plan served with one of this cache's kernels: a hit,
+  /// without the lookup.
+  void recordHit();
   Stats stats() const;
   /// Forgets every kernel (the next call compiles again); for tests and benchmarks.
   void clear();

@@ -12,6 +12,9 @@
 #include "runtime/DeviceTarget.h"
 #include "runtime/GpuLauncher.h"
 #include "runtime/KernelCache.h"
+#include "ops/VectorAddConfig.h"
+#include "runtime/LaunchPlans.h"
+#include "runtime/Autotuner.h"
 
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/ops/empty_like.h>
@@ -104,20 +107,30 @@ at::Tensor vectorAddGpu(const at::Tensor &a, const at::Tensor &b) {
   int64_t numel = out.numel();
   if (numel == 0)
     return out;
-  tile::ops::KernelSpec spec;
-  spec.op = "vector_add";
-  spec.dtypes = {tile::binding::specDtype(a.scalar_type())};
-  // 4 waves, each thread 16 bytes of f16 per access (two runs of f32).
-  spec.config = {{"BLOCK_SIZE", 2048},
-                 {"num_warps", 4},
-                 {"index_bits", numel < std::numeric_limits<int32_t>::max() ? 32 : 64}};
-  auto kernel = kernelFor("tile::vector_add", spec, targetOf(a.get_device()));
+  bool index32 = numel < std::numeric_limits<int32_t>::max();
+  // As the CPU's (VectorAdd.cpp), with the device in slot 3.
+  tile::runtime::CallSignature signature{-1, static_cast<int64_t>(a.scalar_type()), numel,
+                                         a.get_device()};
+  auto &plans = tile::runtime::LaunchPlans::global();
+  std::optional<tile::runtime::LaunchPlan> plan = plans.find(signature);
+  if (plan) {
+    tile::runtime::KernelCache::global().recordHit();
+  } else {
+    const tile::Target &target = targetOf(a.get_device());
+    tile::ops::KernelSpec spec;
+    spec.op = "vector_add";
+    spec.dtypes = {tile::binding::specDtype(a.scalar_type())};
+    spec.config = tile::ops::defaultVectorAddConfig(target, numel);
+    int64_t block = spec.config.at("BLOCK_SIZE");
+    plan = tile::runtime::LaunchPlan{kernelFor("tile::vector_add", spec, target),
+                                     (numel + block - 1) / block, 1};
+    plans.insert(signature, *plan);
+  }
   void *aPtr = aDense.data_ptr(), *bPtr = bDense.data_ptr(), *outPtr = out.data_ptr();
   int32_t n32 = static_cast<int32_t>(numel);
   int64_t n64 = numel;
-  void *nArg = spec.config.at("index_bits") == 32 ? static_cast<void *>(&n32) : &n64;
-  void *args[] = {&aPtr, &bPtr, &outPtr, nArg};
-  launch("tile::vector_add", *kernel, a, args, (numel + 2047) / 2048);
+  void *args[] = {&aPtr, &bPtr, &outPtr, index32 ? static_cast<void *>(&n32) : &n64};
+  launch("tile::vector_add", *plan->kernel, a, args, plan->programs);
   return out;
 }
 
@@ -132,21 +145,33 @@ at::Tensor matmulGpu(const char *op, const at::Tensor &a, const at::Tensor &b,
               " but the operands are on ", a.device());
   c10::cuda::CUDAGuard guard(a.device());
   const tile::Target &target = targetOf(a.get_device());
-  auto call = tile::binding::prepareMatmul(op, a, b, negativeSlope, outDtype, bias, target,
-                                           /*contiguousRowsOfB=*/false);
-  if (call->programs == 0)
-    return call->c;
+  tile::binding::MatmulCall call;
+  tile::binding::prepareMatmul(call, op, a, b, negativeSlope, outDtype, bias, target,
+                               /*contiguousRowsOfB=*/false);
+  if (call.empty())
+    return call.c;
+  auto &plans = tile::runtime::LaunchPlans::global();
+  if (auto plan = plans.find(call.signature)) {
+    tile::runtime::KernelCache::global().recordHit();
+    launch(op, *plan->kernel, a, call.args, plan->programs);
+    return call.c;
+  }
+  call.specify();
   auto launchConfig = [&](const tile::ops::KernelSpec &spec, int64_t programs) {
-    launch(op, *kernelFor(op, spec, target), a, call->args, programs);
+    launch(op, *kernelFor(op, spec, target), a, call.args, programs);
   };
   auto stream = at::cuda::getCurrentCUDAStream(a.get_device());
-  // Under CUDA graph capture nothing may run: a known winner is used, else the default.
+  // Under CUDA graph capture nothing may run: a known winner is used, else the default,
+  // which is not remembered (a later call outside the capture may still tune).
   bool capturing = c10::cuda::currentStreamCaptureStatusMayInitCtx() !=
                    c10::cuda::CaptureStatus::None;
   auto [spec, programs] = tile::binding::chooseMatmulConfig(
-      *call, target, launchConfig, [&] { stream.synchronize(); }, !capturing);
-  launchConfig(spec, programs);
-  return call->c;
+      call, target, launchConfig, [&] { stream.synchronize(); }, !capturing);
+  tile::runtime::LaunchPlan plan{kernelFor(op, spec, target), programs, 1};
+  if (!capturing || !tile::runtime::Autotuner::global().enabled())
+    plans.insert(call.signature, plan);
+  launch(op, *plan.kernel, a, call.args, plan.programs);
+  return call.c;
 }
 
 at::Tensor matmul(const at::Tensor &a, const at::Tensor &b, std::optional<at::ScalarType> outDtype,

@@ -5,6 +5,7 @@
 #include "runtime/CpuLauncher.h"
 #include "runtime/DeviceTarget.h"
 #include "runtime/KernelCache.h"
+#include "runtime/LaunchPlans.h"
 
 #include <ATen/Parallel.h>
 #include <torch/library.h>
@@ -15,28 +16,43 @@ at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
                      std::optional<double> negativeSlope, std::optional<at::ScalarType> outDtype,
                      const std::optional<at::Tensor> &bias) {
   const auto &target = tile::runtime::cpuTarget();
-  auto call = tile::binding::prepareMatmul(op, a, b, negativeSlope, outDtype, bias, target,
-                                           /*contiguousRowsOfB=*/true);
-  if (call->programs == 0)
-    return call->c;
-  auto launch = [&](const tile::ops::KernelSpec &spec, int64_t programs) {
-    auto kernel = tile::runtime::KernelCache::global().get(spec, target);
+  tile::binding::MatmulCall call;
+  tile::binding::prepareMatmul(call, op, a, b, negativeSlope, outDtype, bias, target,
+                               /*contiguousRowsOfB=*/true);
+  if (call.empty())
+    return call.c;
+  auto run = [&](const tile::runtime::LaunchPlan &plan) {
+    tile::runtime::launchCpu(*plan.kernel, call.args,
+                             tile::runtime::Grid{static_cast<int32_t>(plan.programs), 1, 1},
+                             plan.grain,
+                             [](int64_t begin, int64_t end, int64_t grainSize, const auto &body) {
+                               at::parallel_for(begin, end, grainSize, body);
+                             });
+  };
+  auto &plans = tile::runtime::LaunchPlans::global();
+  if (auto plan = plans.find(call.signature)) {
+    tile::runtime::KernelCache::global().recordHit();
+    run(*plan);
+    return call.c;
+  }
+  call.specify();
+  auto planFor = [&](const tile::ops::KernelSpec &spec, int64_t programs) {
     // A program computes BLOCK_M x BLOCK_N x K multiply-adds; tasks of at least ~1M of
     // them pay for a thread.
     int64_t perProgram = std::max<int64_t>(1, spec.config.at("BLOCK_M") *
                                                   spec.config.at("BLOCK_N") *
                                                   std::max<int64_t>(a.size(1), 1));
-    int64_t grain = std::max<int64_t>(1, (int64_t(1) << 20) / perProgram);
-    tile::runtime::launchCpu(*kernel, call->args,
-                             tile::runtime::Grid{static_cast<int32_t>(programs), 1, 1}, grain,
-                             [](int64_t begin, int64_t end, int64_t grainSize, const auto &body) {
-                               at::parallel_for(begin, end, grainSize, body);
-                             });
+    return tile::runtime::LaunchPlan{tile::runtime::KernelCache::global().get(spec, target),
+                                     programs,
+                                     std::max<int64_t>(1, (int64_t(1) << 20) / perProgram)};
   };
-  auto [spec, programs] =
-      tile::binding::chooseMatmulConfig(*call, target, launch, [] {}, /*mayBenchmark=*/true);
-  launch(spec, programs);
-  return call->c;
+  auto [spec, programs] = tile::binding::chooseMatmulConfig(
+      call, target, [&](const tile::ops::KernelSpec &spec, int64_t programs) { run(planFor(spec, programs)); },
+      [] {}, /*mayBenchmark=*/true);
+  auto plan = planFor(spec, programs);
+  plans.insert(call.signature, plan);
+  run(plan);
+  return call.c;
 }
 
 at::Tensor matmul(const at::Tensor &a, const at::Tensor &b,

@@ -122,92 +122,114 @@ tile::binding::MatmulCall::withConfig(const std::map<std::string, int64_t> &knob
                                   std::to_string(value));
     tuned.config[name] = value;
   }
-  tuned.config = ops::withCurrentSpellings(tuned.config, target);
+  tuned.config = ops::withCurrentSpellings(tuned.config, *target);
   if (!knobs.count("num_stages"))
-    tuned.config = ops::withStagesThatFit(tuned.config, target, tuned.dtypes.at(0));
+    tuned.config = ops::withStagesThatFit(tuned.config, *target, tuned.dtypes.at(0));
   int64_t programs = programsFor(tuned.config, c.size(0), c.size(1));
   if (programs > std::numeric_limits<int32_t>::max())
     throw std::invalid_argument("the config needs more than 2**31 program instances");
   return {tuned, programs};
 }
 
-std::unique_ptr<tile::binding::MatmulCall>
-tile::binding::prepareMatmul(const char *op, const at::Tensor &a, const at::Tensor &b,
-                             std::optional<double> negativeSlope,
-                             std::optional<at::ScalarType> outDtype,
-                             const std::optional<at::Tensor> &bias, const Target &target,
-                             bool contiguousRowsOfB) {
+// The signature's slots.
+enum Slot { kOp, kInput, kOutput, kBias, kIndexBits, kM, kN, kK, kUnitStrides, kDivisibility,
+            kTf32, kDevice };
+
+void tile::binding::prepareMatmul(MatmulCall &call, const char *op, const at::Tensor &a,
+                                  const at::Tensor &b, std::optional<double> negativeSlope,
+                                  std::optional<at::ScalarType> outDtype,
+                                  const std::optional<at::Tensor> &bias, const Target &target,
+                                  bool contiguousRowsOfB) {
   checkOperands(op, a, b);
   at::ScalarType out = outputDtype(op, a.scalar_type(), outDtype, negativeSlope.has_value());
   if (bias)
     checkBias(op, *bias, a, b.size(1), out);
-  auto call = std::make_unique<MatmulCall>();
   int64_t m = a.size(0), k = a.size(1), n = b.size(1);
-  call->a = a;
-  call->target = target;
+  call.op = op;
+  call.a = a;
+  call.target = &target;
   // The CPU microkernel reads b a row at a time as one vector load; rows that are not
   // contiguous (b transposed) would be gathered element by element, ~25x slower than
   // copying b once, which costs K*N moves against M*N*K multiply-adds. a is read through
   // its strides, copy-free.
-  call->b = !contiguousRowsOfB || b.stride(1) == 1 || n == 1 ? b : b.contiguous();
-  call->c = at::empty({m, n}, a.options().dtype(out));
+  call.b = !contiguousRowsOfB || b.stride(1) == 1 || n == 1 ? b : b.contiguous();
+  call.c = at::empty({m, n}, a.options().dtype(out));
   if (m == 0 || n == 0)
-    return call;
+    return;
 
-  call->spec.op = negativeSlope ? "matmul_leaky_relu" : "matmul";
-  call->spec.dtypes = {specDtype(a.scalar_type()), specDtype(out)};
-  if (bias) {
-    call->bias = *bias;
-    call->spec.dtypes.push_back(specDtype(bias->scalar_type()));
-  }
   int64_t biasStride = bias ? bias->stride(0) : 0;
-  call->spec.config = ops::defaultMatmulConfig(target, m, n, k, call->spec.dtypes[0]);
   constexpr int64_t int32Max = std::numeric_limits<int32_t>::max();
-  bool fits32 = std::max({m, n, k, maxOffset(call->a), maxOffset(call->b), maxOffset(call->c),
+  bool fits32 = std::max({m, n, k, maxOffset(call.a), maxOffset(call.b), maxOffset(call.c),
                           bias ? maxOffset(*bias) : 0}) < int32Max;
-  call->spec.config["index_bits"] = fits32 ? 32 : 64;
-  // The GPU lowering picks its shared-memory layouts and access widths by them; the CPU
-  // microkernel reads its operands through runtime strides and keeps one kernel per
-  // dtype and config.
+  runtime::CallSignature &signature = call.signature;
+  signature[kOp] = negativeSlope ? 1 : 0;
+  signature[kInput] = static_cast<int64_t>(a.scalar_type());
+  signature[kOutput] = static_cast<int64_t>(out);
+  signature[kBias] = bias ? static_cast<int64_t>(bias->scalar_type()) : -1;
+  signature[kIndexBits] = fits32 ? 32 : 64;
+  signature[kM] = m;
+  signature[kN] = n;
+  signature[kK] = k;
+  // The GPU lowering picks its shared-memory layouts and access widths by the strides and
+  // the alignment; the CPU microkernel reads its operands through runtime strides and
+  // keeps one kernel per dtype and config.
   if (target.kind != TargetKind::Cpu) {
     // Bit 6: the bias's stride.
-    call->spec.config["unit_strides"] = unitStrides({&call->a, &call->b, &call->c}) |
-                                        (bias && (biasStride == 1 || n == 1) ? 1 << 6 : 0);
+    signature[kUnitStrides] = unitStrides({&call.a, &call.b, &call.c}) |
+                              (bias && (biasStride == 1 || n == 1) ? 1 << 6 : 0);
     int64_t sizes = (m % 16 == 0 ? 1 : 0) | (n % 16 == 0 ? 2 : 0) | (k % 16 == 0 ? 4 : 0);
-    call->spec.config["divisibility_16"] =
-        divisibility16({&call->a, &call->b, &call->c}) | sizes << 3;
+    signature[kDivisibility] = divisibility16({&call.a, &call.b, &call.c}) | sizes << 3;
   }
   // float32 on NVIDIA follows torch's float32 matmul precision, as torch.matmul does:
   // 'highest' keeps exact FMAs, 'high' and 'medium' let cuBLAS (and so tile) use TF32.
-  if (target.kind == TargetKind::Cuda && a.scalar_type() == at::kFloat)
-    call->spec.config["allow_tf32"] = at::globalContext().allowTF32CuBLAS() ? 1 : 0;
+  signature[kTf32] = target.kind == TargetKind::Cuda && a.scalar_type() == at::kFloat
+                         ? (at::globalContext().allowTF32CuBLAS() ? 1 : 0)
+                         : -1;
+  signature[kDevice] = a.device().index();
 
-  call->programs = programsFor(call->spec.config, m, n);
-  TORCH_CHECK(call->programs <= int32Max, op, ": a ", m, "x", n,
-              " result needs more than 2**31 program instances");
-  call->aPtr = call->a.data_ptr();
-  call->bPtr = call->b.data_ptr();
-  call->cPtr = call->c.data_ptr();
-  int64_t wide[10] = {m, n, k, call->a.stride(0), call->a.stride(1), call->b.stride(0),
-                      call->b.stride(1), call->c.stride(0), call->c.stride(1), biasStride};
-  std::copy(std::begin(wide), std::end(wide), call->wide);
-  std::copy(std::begin(wide), std::end(wide), call->narrow);
-  call->slope = static_cast<float>(negativeSlope.value_or(0.0));
-  auto index = [&](int i) { return fits32 ? static_cast<void *>(&call->narrow[i]) : &call->wide[i]; };
+  call.aPtr = call.a.data_ptr();
+  call.bPtr = call.b.data_ptr();
+  call.cPtr = call.c.data_ptr();
+  int64_t wide[10] = {m, n, k, call.a.stride(0), call.a.stride(1), call.b.stride(0),
+                      call.b.stride(1), call.c.stride(0), call.c.stride(1), biasStride};
+  std::copy(std::begin(wide), std::end(wide), call.wide);
+  std::copy(std::begin(wide), std::end(wide), call.narrow);
+  call.slope = static_cast<float>(negativeSlope.value_or(0.0));
+  auto index = [&](int i) { return fits32 ? static_cast<void *>(&call.narrow[i]) : &call.wide[i]; };
   // The kernel's arguments in order (ops/matmul.cpp): a, b, c, M, N, K, the strides,
   // negative_slope for matmul_leaky_relu, then the bias and its stride.
   int arg = 0;
-  call->args[arg++] = &call->aPtr;
-  call->args[arg++] = &call->bPtr;
-  call->args[arg++] = &call->cPtr;
+  call.args[arg++] = &call.aPtr;
+  call.args[arg++] = &call.bPtr;
+  call.args[arg++] = &call.cPtr;
   for (int i = 0; i < 9; ++i)
-    call->args[arg++] = index(i);
+    call.args[arg++] = index(i);
   if (negativeSlope)
-    call->args[arg++] = &call->slope;
+    call.args[arg++] = &call.slope;
   if (bias) {
-    call->biasPtr = call->bias.data_ptr();
-    call->args[arg++] = &call->biasPtr;
-    call->args[arg++] = index(9);
+    call.bias = *bias;
+    call.biasPtr = call.bias.data_ptr();
+    call.args[arg++] = &call.biasPtr;
+    call.args[arg++] = index(9);
   }
-  return call;
+}
+
+void tile::binding::MatmulCall::specify() {
+  const runtime::CallSignature &signature = this->signature;
+  spec.op = signature[kOp] ? "matmul_leaky_relu" : "matmul";
+  spec.dtypes = {specDtype(a.scalar_type()), specDtype(c.scalar_type())};
+  if (bias.defined())
+    spec.dtypes.push_back(specDtype(bias.scalar_type()));
+  spec.config = ops::defaultMatmulConfig(*target, signature[kM], signature[kN], signature[kK],
+                                         spec.dtypes[0]);
+  spec.config["index_bits"] = signature[kIndexBits];
+  if (target->kind != TargetKind::Cpu) {
+    spec.config["unit_strides"] = signature[kUnitStrides];
+    spec.config["divisibility_16"] = signature[kDivisibility];
+  }
+  if (signature[kTf32] >= 0)
+    spec.config["allow_tf32"] = signature[kTf32];
+  programs = programsFor(spec.config, signature[kM], signature[kN]);
+  TORCH_CHECK(programs <= std::numeric_limits<int32_t>::max(), op, ": a ", signature[kM], "x",
+              signature[kN], " result needs more than 2**31 program instances");
 }

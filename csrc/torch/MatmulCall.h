@@ -4,6 +4,7 @@
 #define TILE_TORCH_MATMULCALL_H
 
 #include "ops/KernelSpec.h"
+#include "runtime/LaunchPlans.h"
 #include "tile/Compiler/Target.h"
 
 #include <ATen/core/Tensor.h>
@@ -17,8 +18,11 @@ namespace tile::binding {
 struct MatmulCall {
   at::Tensor a, b, c;
   at::Tensor bias; ///< undefined without one
-  Target target;
-  ops::KernelSpec spec;
+  const Target *target = nullptr;
+  const char *op = nullptr;
+  /// What chooses the kernel and the grid, as plain numbers (see specify()).
+  runtime::CallSignature signature{};
+  ops::KernelSpec spec; ///< made by specify()
   int64_t programs = 0; ///< program instances, one per BLOCK_M x BLOCK_N block of c
   const void *aPtr = nullptr, *bPtr = nullptr;
   void *cPtr = nullptr;
@@ -28,22 +32,29 @@ struct MatmulCall {
   float slope = 0;
   void *args[15] = {};
 
+  /// c has no elements: nothing to launch.
+  bool empty() const { return c.numel() == 0; }
+
+  /// Builds `spec` (the target family's default config for the shape, specialized on the
+  /// layout the signature records) and `programs`: what a call whose signature has no
+  /// launch plan yet needs.
+  void specify();
+
   /// The spec with `knobs` laid over this call's config (index_bits stays; num_stages,
   /// when left out, lowered to what fits the tile sizes), and the program instances it
   /// needs; throws std::invalid_argument for an unknown knob.
   std::pair<ops::KernelSpec, int64_t> withConfig(const std::map<std::string, int64_t> &knobs) const;
 };
 
-/// Checks the operands (raising errors that name the problem), allocates c, and builds
-/// the spec (the target family's default config for the shape) and the arguments. The
-/// result has programs == 0 when c is empty. `contiguousRowsOfB` copies a b whose rows
-/// are not contiguous (the CPU microkernel loads b by rows). A bias (1-D, length N, in
-/// the input or the output dtype) is added to the accumulator before the epilogue.
-std::unique_ptr<MatmulCall> prepareMatmul(const char *op, const at::Tensor &a, const at::Tensor &b,
-                                          std::optional<double> negativeSlope,
-                                          std::optional<at::ScalarType> outDtype,
-                                          const std::optional<at::Tensor> &bias,
-                                          const Target &target, bool contiguousRowsOfB);
+/// Checks the operands (raising errors that name the problem), allocates c, and fills
+/// `call` with the arguments and the signature; no spec yet (specify()). `target` must
+/// outlive the call. `contiguousRowsOfB` copies a b whose rows are not contiguous (the
+/// CPU microkernel loads b by rows). A bias (1-D, length N, in the input or the output
+/// dtype) is added to the accumulator before the epilogue.
+void prepareMatmul(MatmulCall &call, const char *op, const at::Tensor &a, const at::Tensor &b,
+                   std::optional<double> negativeSlope, std::optional<at::ScalarType> outDtype,
+                   const std::optional<at::Tensor> &bias, const Target &target,
+                   bool contiguousRowsOfB);
 
 } // namespace tile::binding
 

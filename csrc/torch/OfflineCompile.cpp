@@ -3,6 +3,7 @@
 // `python -m torch_tile compile` CLI.
 #include "ops/KernelSpec.h"
 #include "ops/MatmulConfig.h"
+#include "ops/VectorAddConfig.h"
 #include "runtime/CompileAndLoad.h"
 #include "tile/Compiler/Compile.h"
 
@@ -63,9 +64,7 @@ defaultConfig(std::string op, std::string target, std::string dtype) {
     // 16 bytes are, and M, N, K multiples of 16 like the representative problem.
     config.emplace("divisibility_16", 0b111111);
   } else if (op == "vector_add") {
-    // The GPU block gives each thread 16 bytes of the element type per access.
-    config = {{"BLOCK_SIZE", parsed.kind == tile::TargetKind::Cpu ? 128 : 2048},
-              {"num_warps", 4}};
+    config = tile::ops::defaultVectorAddConfig(parsed, 1 << 20);
   } else {
     TORCH_CHECK(false, "no op named '", op, "'; ops: vector_add, matmul, matmul_leaky_relu");
   }

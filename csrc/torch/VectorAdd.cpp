@@ -4,6 +4,8 @@
 #include "runtime/CpuLauncher.h"
 #include "runtime/DeviceTarget.h"
 #include "runtime/KernelCache.h"
+#include "runtime/LaunchPlans.h"
+#include "ops/VectorAddConfig.h"
 
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
@@ -18,18 +20,6 @@ namespace {
 using tile::runtime::Grid;
 using tile::runtime::KernelCache;
 
-tile::ops::KernelSpec vectorAddSpec(at::ScalarType dtype, int64_t numel) {
-  tile::ops::KernelSpec spec;
-  spec.op = "vector_add";
-  spec.dtypes = {tile::binding::specDtype(dtype)};
-  // 128 lanes fill 8 AVX-512 (16 AVX2) registers per operand with no spills; 1024
-  // spilled to the stack and ran at half of torch.add's speed on 2**20 elements.
-  spec.config["BLOCK_SIZE"] = 128;
-  // 32-bit offsets are enough below 2**31 elements and cheaper; past that, 64-bit.
-  spec.config["index_bits"] = numel < std::numeric_limits<int32_t>::max() ? 32 : 64;
-  return spec;
-}
-
 at::Tensor vectorAddCpu(const at::Tensor &a, const at::Tensor &b) {
   tile::binding::checkVectorAddInputs(a, b);
   // Lay the inputs out densely in the same order, so the kernel walks flat memory.
@@ -38,23 +28,36 @@ at::Tensor vectorAddCpu(const at::Tensor &a, const at::Tensor &b) {
   int64_t numel = out.numel();
   if (numel == 0)
     return out;
-
-  auto spec = vectorAddSpec(a.scalar_type(), numel);
-  auto kernel = KernelCache::global().get(spec, tile::runtime::cpuTarget());
-
-  int64_t block = spec.config.at("BLOCK_SIZE");
-  int64_t programs = (numel + block - 1) / block;
-  TORCH_CHECK(programs <= std::numeric_limits<int32_t>::max(),
-              "tile::vector_add: ", numel, " elements need more than 2**31 program instances");
+  bool index32 = numel < std::numeric_limits<int32_t>::max();
+  // Slot 0 tells the op from a matmul's signature (whose first slot is 0 or 1); slot 3
+  // is the device (-1: the CPU).
+  tile::runtime::CallSignature signature{-1, static_cast<int64_t>(a.scalar_type()), numel, -1};
+  auto &plans = tile::runtime::LaunchPlans::global();
+  std::optional<tile::runtime::LaunchPlan> plan = plans.find(signature);
+  if (plan) {
+    KernelCache::global().recordHit();
+  } else {
+    const tile::Target &target = tile::runtime::cpuTarget();
+    tile::ops::KernelSpec spec;
+    spec.op = "vector_add";
+    spec.dtypes = {tile::binding::specDtype(a.scalar_type())};
+    spec.config = tile::ops::defaultVectorAddConfig(target, numel);
+    int64_t block = spec.config.at("BLOCK_SIZE");
+    int64_t programs = (numel + block - 1) / block;
+    TORCH_CHECK(programs <= std::numeric_limits<int32_t>::max(),
+                "tile::vector_add: ", numel, " elements need more than 2**31 program instances");
+    // Each task gets at least 32K elements (ATen's own grain): below that, threads cost
+    // more than they give.
+    plan = tile::runtime::LaunchPlan{KernelCache::global().get(spec, target), programs,
+                                     std::max<int64_t>(1, (1 << 15) / block)};
+    plans.insert(signature, *plan);
+  }
   void *aPtr = aDense.data_ptr(), *bPtr = bDense.data_ptr(), *outPtr = out.data_ptr();
   int32_t n32 = static_cast<int32_t>(numel);
   int64_t n64 = numel;
-  void *nArg = spec.config.at("index_bits") == 32 ? static_cast<void *>(&n32) : &n64;
-  void *args[] = {&aPtr, &bPtr, &outPtr, nArg};
-  // Each task gets at least 32K elements (ATen's own grain): below that, threads cost
-  // more than they give.
-  int64_t grain = std::max<int64_t>(1, (1 << 15) / block);
-  tile::runtime::launchCpu(*kernel, args, Grid{static_cast<int32_t>(programs), 1, 1}, grain,
+  void *args[] = {&aPtr, &bPtr, &outPtr, index32 ? static_cast<void *>(&n32) : &n64};
+  tile::runtime::launchCpu(*plan->kernel, args, Grid{static_cast<int32_t>(plan->programs), 1, 1},
+                           plan->grain,
                            [](int64_t begin, int64_t end, int64_t grainSize, const auto &body) {
                              at::parallel_for(begin, end, grainSize, body);
                            });

@@ -92,6 +92,31 @@ def test_strided_views():
     assert out.shape == (64, 24)
 
 
+def test_calls_alike_but_for_layout_keep_their_own_kernels():
+    # A repeated call reuses the launch plan of its signature; the same sizes with another
+    # layout (transposed, misaligned, a strided bias) must not.
+    torch.manual_seed(3)
+    storage = torch.randn(2 * 96 * 80 + 8, device="cuda", dtype=torch.float16)
+    aligned = storage[: 96 * 80].view(96, 80)
+    misaligned = storage[1 : 1 + 96 * 80].view(96, 80)  # 2 bytes off 16
+    b = torch.randn(80, 72, device="cuda", dtype=torch.float16)
+    bias = torch.randn(144, device="cuda", dtype=torch.float16)
+    variants = [
+        lambda: (aligned, b, None),
+        lambda: (misaligned, b, None),
+        lambda: (aligned, b.t().contiguous().t(), None),
+        lambda: (aligned, b, bias[:72]),
+        lambda: (aligned, b, bias[::2]),
+    ]
+    for _ in range(3):
+        for variant in variants:
+            a_, b_, bias_ = variant()
+            ref = a_.double() @ b_.double() + (0 if bias_ is None else bias_.double())
+            poison_next_allocation((96, 72), torch.float16)
+            out = torch.ops.tile.matmul(a_, b_, bias=bias_)
+            assert element_error(out, ref) <= ELEMENT_BOUND[torch.float16]
+
+
 def test_runs_on_the_current_stream():
     a, b = matrices((512, 512, 512), torch.float16)
     side = torch.cuda.Stream()
@@ -286,6 +311,9 @@ def test_float32_follows_torchs_matmul_precision():
         error = element_error(tf32, exact)
         assert 1e-5 < error <= 5e-3, error
         assert element_error(tf32, torch.matmul(a, b).double()) <= 5e-3
+        # Back to exact: a repeated call reuses a launch plan, of its own precision.
+        torch.set_float32_matmul_precision("highest")
+        assert element_error(torch.ops.tile.matmul(a, b), exact) <= 1e-5
     finally:
         torch.set_float32_matmul_precision(before)
 
