@@ -3,8 +3,9 @@
 For each op, in fresh processes:
   cold  : first call with an empty kernel cache (build the tile IR, compile, load, run);
   warm  : first call of a new process whose disk cache holds the kernel (read, load, run);
-and in this process, after warm-up, the steady per-call time on tiny inputs, where the
-host-side overhead dominates, against the matching torch op on the same inputs.
+and in this process, after warm-up, the steady per-call time on small inputs (16
+elements, 64x64 matrices), where the host-side overhead dominates, against the matching
+torch op on the same inputs.
 
     python benchmarks/bench_compile.py [--device cpu|cuda] [--repeats 3]
 """
@@ -62,7 +63,7 @@ def steady_call(op, device):
         a, b = torch.randn(16, device=device), torch.randn(16, device=device)
         tile, ref = (lambda: torch.ops.tile.vector_add(a, b)), (lambda: torch.add(a, b))
     else:
-        a, b = torch.randn(8, 8, device=device), torch.randn(8, 8, device=device)
+        a, b = torch.randn(64, 64, device=device), torch.randn(64, 64, device=device)
         if op == "matmul":
             tile, ref = (lambda: torch.ops.tile.matmul(a, b)), (lambda: torch.matmul(a, b))
         else:
@@ -97,7 +98,7 @@ def main():
         print(f"{op:<18} {row['cold_first_call_ms']:>13.1f} ms {row['warm_disk_first_call_ms']:>13.1f} ms "
               f"{row['tile_per_call_us']:>11.1f} us {row['torch_per_call_us']:>12.1f} us "
               f"{tile_s / torch_s:>9.2f}x")
-    print("cold/warm: median of fresh processes; per call: tiny inputs, median of many calls;")
+    print("cold/warm: median of fresh processes; per call: small inputs, median of many calls;")
     print("time ratio = tile time / torch time per call (above 1: tile has more overhead).")
 
     def plot(axis):
