@@ -6,8 +6,8 @@ torch.compile(backend="inductor") and under torch.compile(backend="tile"): forwa
                                                  [--size BATCH DIM HIDDEN ...]
                                                  [--no-first-bias]
 
---no-first-bias drops the first layer's bias, so that its mm and the leaky_relu fuse into
-tile.matmul_leaky_relu (tile's kernel has no bias to add before the activation).
+--no-first-bias drops the first layer's bias: its mm and the leaky_relu fuse into
+tile.matmul_leaky_relu either way (with the bias in the kernel's epilogue when it is there).
 --backend-matmul is torch_tile.config.backend_matmul for the tile variant: "always" (the
 default, every GEMM on tile: tile's kernels against Inductor's), or "auto" (tile only where
 its verdict says it wins) and "never", written with a suffix of their own. Prints a

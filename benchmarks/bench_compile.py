@@ -3,9 +3,10 @@
 For each op, in fresh processes:
   cold  : first call with an empty kernel cache (build the tile IR, compile, load, run);
   warm  : first call of a new process whose disk cache holds the kernel (read, load, run);
-and in this process, after warm-up, the steady per-call time on small inputs (16
-elements, 64x64 matrices), where the host-side overhead dominates, against the matching
-torch op on the same inputs.
+and in this process, after warm-up, the host's time per call on small inputs (16
+elements, 64x64 matrices): batches of back-to-back calls with no synchronization inside a
+batch, so that on a GPU it is the cost of issuing a call (binding, dispatcher, launch), not
+the kernel, against the matching torch op on the same inputs.
 
     python benchmarks/bench_compile.py [--device cpu|cuda] [--repeats 3]
 """
@@ -22,7 +23,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import median_seconds, write_results  # noqa: E402
+from common import host_seconds_per_call, write_results  # noqa: E402
 
 import torch_tile  # noqa: E402,F401
 
@@ -70,7 +71,7 @@ def steady_call(op, device):
             tile = lambda: torch.ops.tile.matmul_leaky_relu(a, b, 0.01)  # noqa: E731
             ref = lambda: torch.nn.functional.leaky_relu(torch.matmul(a, b), 0.01)  # noqa: E731
     dev = torch.device(device)
-    return median_seconds(tile, dev, 200, 0.3), median_seconds(ref, dev, 200, 0.3)
+    return host_seconds_per_call(tile, dev), host_seconds_per_call(ref, dev)
 
 
 def main():
@@ -98,7 +99,7 @@ def main():
         print(f"{op:<18} {row['cold_first_call_ms']:>13.1f} ms {row['warm_disk_first_call_ms']:>13.1f} ms "
               f"{row['tile_per_call_us']:>11.1f} us {row['torch_per_call_us']:>12.1f} us "
               f"{tile_s / torch_s:>9.2f}x")
-    print("cold/warm: median of fresh processes; per call: small inputs, median of many calls;")
+    print("cold/warm: median of fresh processes; per call: host time, median of batches;")
     print("time ratio = tile time / torch time per call (above 1: tile has more overhead).")
 
     def plot(axis):

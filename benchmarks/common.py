@@ -39,6 +39,26 @@ def median_seconds(fn, device: torch.device, min_repeats: int = 10, budget_s: fl
     return statistics.median(samples)
 
 
+def host_seconds_per_call(fn, device: torch.device, calls: int = 200, batches: int = 25):
+    """The host's time per call of fn(): the median over batches of `calls` back-to-back
+    calls, timed on the host with no synchronization inside a batch (one after it, so the
+    device queue never fills). A device that runs each call faster than the host issues it
+    (small GPU kernels) leaves the host's own cost: the binding, the dispatcher, the launch.
+    On the CPU it is the whole call."""
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    for _ in range(calls):
+        fn()
+    sync()
+    samples = []
+    for _ in range(batches):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        samples.append((time.perf_counter() - start) / calls)
+        sync()
+    return statistics.median(samples)
+
+
 def write_results(name: str, device: torch.device, rows: list, plot) -> Path:
     """Writes results/<name>.json (rows + device + command) and results/<name>.png."""
     RESULTS.mkdir(exist_ok=True)
