@@ -4,6 +4,7 @@
 ``torch.ops.tile.matmul_leaky_relu``.
 """
 
+import sys
 from pathlib import Path
 
 import torch
@@ -14,20 +15,31 @@ _LIB_DIR = Path(__file__).resolve().parent / "lib"
 _OPS_LIBRARY = _LIB_DIR / "libtorch_tile_ops.so"
 
 
-def _load_ops_library() -> None:
+def _asking_for_help() -> bool:
+    """`python -m torch_tile ... --help` (sys.argv[0] is "-m" while the package loads)."""
+    return sys.argv[:1] == ["-m"] and any(arg in ("-h", "--help") for arg in sys.argv[1:])
+
+
+def _load_ops_library() -> bool:
+    """Loads the plugin; False only where it is not built yet and the command line asks
+    for the CLI's help, which needs nothing native."""
     if not _OPS_LIBRARY.exists():
+        if _asking_for_help():
+            return False
         raise ImportError(
             f"torch_tile's native library is missing ({_OPS_LIBRARY}); "
             "build it with `make run` or `make test` at the repository root"
         )
     torch.ops.load_library(str(_OPS_LIBRARY))
+    return True
 
 
-_load_ops_library()
+NATIVE_LIBRARY_LOADED = _load_ops_library()
 
-from . import config, inductor, ops, runtime  # noqa: E402,F401  (need the library loaded)
+if NATIVE_LIBRARY_LOADED:
+    from . import config, inductor, ops, runtime  # noqa: E402,F401  (need the library loaded)
 
-inductor.install_from_environment()
+    inductor.install_from_environment()
 
 __all__ = ["config", "inductor", "runtime", "library_path", "__version__"]
 

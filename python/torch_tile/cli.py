@@ -16,8 +16,6 @@ import sys
 
 import torch
 
-from torch_tile import runtime
-
 OPS = ("vector_add", "matmul", "matmul_leaky_relu")
 DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "int8": "i8", "int32": "i32"}
 STAGES = ("tile", "tile-cpu", "tile-gpu", "llvm", "asm", "bin", "report")
@@ -59,6 +57,25 @@ def kernel_dtypes(op, dtype, out_dtype, bias_dtype=None):
 
 # Spec entries a matmul takes beyond its default config's knobs (f32 on NVIDIA only).
 EXTRA_MATMUL_KNOBS = ("allow_tf32",)
+
+# What --help lists, with no native library needed (tests/python/test_cli.py checks it
+# against the library's own lists).
+TARGETS_HELP = ("cpu (this host; the default), hip:<arch>[:sramecc+:xnack-] for gfx90a, gfx942, "
+                "gfx950, gfx1100, gfx1201, cuda:sm_<NN> for sm_80, sm_90")
+KNOBS_HELP = {
+    "matmul and matmul_leaky_relu": ("BLOCK_K", "BLOCK_M", "BLOCK_N", "GROUP_M", "allow_tf32",
+                                     "divisibility_16", "index_bits", "kpack",
+                                     "matrix_instr_nonkdim", "num_stages", "num_warps",
+                                     "unit_strides", "waves_per_eu"),
+    "vector_add": ("BLOCK_SIZE", "index_bits", "num_warps"),
+}
+
+
+def help_epilog():
+    knobs = "\n".join(f"  {ops}: {', '.join(names)}" for ops, names in KNOBS_HELP.items())
+    return (f"commands: compile (one kernel to files, no GPU needed), env (this machine)\n"
+            f"targets (--target): {TARGETS_HELP}\n"
+            f"knobs (--config, a JSON object; those left out keep the default):\n{knobs}")
 
 
 def config_for(op, target, dtype, overrides):
@@ -144,6 +161,8 @@ def folder_size(path):
 
 
 def env_command(_args):
+    from torch_tile import runtime
+
     torch_lib = os.path.join(os.path.dirname(torch.__file__), "lib")
     print(f"torch-tile      : {runtime.compiler_version()}")
     print(f"torch           : {torch.__version__} (HIP {torch.version.hip or '-'}, "
@@ -167,10 +186,14 @@ def env_command(_args):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m torch_tile", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m torch_tile", description=__doc__.splitlines()[0],
+                                     epilog=help_epilog(),
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("env", help="what this machine has for torch-tile")
-    compile_parser = commands.add_parser("compile", help="compile one kernel to files")
+    compile_parser = commands.add_parser("compile", help="compile one kernel to files",
+                                         epilog=help_epilog(),
+                                         formatter_class=argparse.RawDescriptionHelpFormatter)
     compile_parser.add_argument("--op", required=True, choices=OPS)
     compile_parser.add_argument("--dtype", required=True, choices=[d for d in DTYPES if d != "int32"])
     compile_parser.add_argument("--out-dtype", choices=list(DTYPES), default=None)
@@ -185,5 +208,7 @@ def main(argv=None):
     if args.command == "env":
         return env_command(args)
     if args.target is None:
+        from torch_tile import runtime
+
         args.target = runtime.host_target()
     return compile_command(args)

@@ -139,3 +139,44 @@ def test_every_rocm_tutorial_candidate_compiles_for_amd(tmp_path):
         tile_bytes = (candidate["BLOCK_M"] + candidate["BLOCK_N"]) * candidate["BLOCK_K"] * 2
         assert int(report["lds_bytes"]) == tile_bytes, candidate  # one buffer per operand
         assert int(report["scratch_bytes"]) == 0 or candidate["waves_per_eu"] >= 8, candidate
+
+
+def test_help_works_before_the_native_library_is_built(tmp_path):
+    # The package without its lib/ folder, as a fresh clone has it before `make`.
+    import shutil
+
+    import torch_tile
+    package = tmp_path / "torch_tile"
+    shutil.copytree(os.path.dirname(torch_tile.__file__), package,
+                    ignore=shutil.ignore_patterns("lib", "__pycache__"))
+    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    for args in (["--help"], ["compile", "--help"]):
+        result = subprocess.run([sys.executable, "-m", "torch_tile", *args], capture_output=True,
+                                text=True, timeout=120, env=env, cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        for word in ("compile", "env", "hip:", "gfx942", "cuda:sm_", "BLOCK_M", "BLOCK_SIZE"):
+            assert word in result.stdout, (args, word)
+    # Anything but the help still needs the library, and says so.
+    result = subprocess.run([sys.executable, "-m", "torch_tile", "env"], capture_output=True,
+                            text=True, timeout=120, env=env, cwd=tmp_path)
+    assert result.returncode != 0 and "native library is missing" in result.stderr
+
+
+def test_the_help_lists_the_librarys_own_knobs_and_targets():
+    from torch_tile import cli
+    listed = {op: set(names) for op, names in cli.KNOBS_HELP.items()}
+    for op, key in (("matmul", "matmul and matmul_leaky_relu"),
+                    ("matmul_leaky_relu", "matmul and matmul_leaky_relu"),
+                    ("vector_add", "vector_add")):
+        known = set()
+        for target in ("cpu", "hip:gfx942", "cuda:sm_90"):
+            known |= set(torch.ops.tile_runtime.default_config(op, target, "f16")[0])
+        if op != "vector_add":
+            known |= set(cli.EXTRA_MATMUL_KNOBS)
+        assert listed[key] == known, (op, sorted(known))
+    for arch in AMD:
+        assert arch in cli.TARGETS_HELP
+        torch.ops.tile_runtime.default_config("matmul", f"hip:{arch}", "f16")
+    for arch in ("sm_80", "sm_90"):
+        assert arch in cli.TARGETS_HELP
+        torch.ops.tile_runtime.default_config("matmul", f"cuda:{arch}", "f16")
