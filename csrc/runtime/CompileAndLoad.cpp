@@ -38,7 +38,7 @@ runtime::compileAndLoad(const ops::KernelSpec &spec, const Target &target) {
   }
   if (cached && target.kind == TargetKind::Cpu) {
     try {
-      kernel->cpuEntry = loadCpuObject(*cached, kernel->key);
+      kernel->setCpuCode(loadCpuObject(*cached, kernel->key));
     } catch (const std::exception &error) {
       disk.discard(kernel->key, target, error.what());
       cached.reset();
@@ -62,7 +62,7 @@ runtime::compileAndLoad(const ops::KernelSpec &spec, const Target &target) {
   }
   // GPU binaries are loaded by the GpuLauncher, per device, at their first launch.
   if (target.kind == TargetKind::Cpu && !kernel->cpuEntry)
-    kernel->cpuEntry = loadCpuObject(kernel->binary, kernel->key);
+    kernel->setCpuCode(loadCpuObject(kernel->binary, kernel->key));
   kernel->compileMs =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return kernel;

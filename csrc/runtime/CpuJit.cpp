@@ -16,17 +16,25 @@ using namespace tile;
 
 namespace {
 
+/// The process's JIT. Never destroyed: kernels held by static caches unload their code
+/// through it as the process exits, in whatever order the statics go.
 llvm::orc::LLJIT &processJit() {
-  static std::unique_ptr<llvm::orc::LLJIT> jit = [] {
+  static llvm::orc::LLJIT *jit = [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
     auto created = llvm::orc::LLJITBuilder().create();
     if (!created)
       throw std::runtime_error("cannot start the LLVM ORC JIT: " +
                                llvm::toString(created.takeError()));
-    return std::move(*created);
+    return created->release();
   }();
   return *jit;
+}
+
+/// Removes a kernel's JITDylib, returning its code's memory. A failure leaves the code
+/// loaded: it is only memory, and nothing can be done about it at that point.
+void unload(llvm::orc::JITDylib *dylib) {
+  llvm::consumeError(processJit().getExecutionSession().removeJITDylib(*dylib));
 }
 
 /// float -> bfloat, rounding to nearest even, NaNs kept quiet: the runtime helper the
@@ -47,16 +55,20 @@ extern "C" float tileTruncSfBf2(float value) {
 
 } // namespace
 
-runtime::CpuEntry runtime::loadCpuObject(const Binary &binary, const std::string &key) {
+runtime::CpuCode runtime::loadCpuObject(const Binary &binary, const std::string &key) {
   static std::atomic<uint64_t> serial{0};
   llvm::orc::LLJIT &jit = processJit();
-  auto fail = [&](llvm::Error error) -> CpuEntry {
+  auto fail = [&](llvm::Error error) -> CpuCode {
     throw std::runtime_error("cannot load the CPU kernel " + binary.kernelName + " (" + key +
                              "): " + llvm::toString(std::move(error)));
   };
   auto dylib = jit.createJITDylib("tile." + key + "." + std::to_string(serial++));
   if (!dylib)
     return fail(dylib.takeError());
+  // From here on the dylib goes with its owner, on success and on failure alike.
+  std::shared_ptr<const void> owner(&*dylib, [](const void *loaded) {
+    unload(const_cast<llvm::orc::JITDylib *>(static_cast<const llvm::orc::JITDylib *>(loaded)));
+  });
   llvm::orc::SymbolMap helpers;
   helpers[jit.mangleAndIntern("__truncsfbf2")] = {llvm::orc::ExecutorAddr::fromPtr(&tileTruncSfBf2),
                                                   llvm::JITSymbolFlags::Exported};
@@ -68,5 +80,5 @@ runtime::CpuEntry runtime::loadCpuObject(const Binary &binary, const std::string
   auto symbol = jit.lookup(*dylib, binary.entrySymbol);
   if (!symbol)
     return fail(symbol.takeError());
-  return symbol->toPtr<CpuEntry>();
+  return {symbol->toPtr<CpuEntry>(), std::move(owner)};
 }

@@ -7,8 +7,10 @@ namespace tile::runtime {
 
 /// Links a CPU kernel's object (the bin stage) into the process with LLVM ORC and
 /// returns its entry point. Each kernel gets its own JITDylib, so kernels of the same
-/// name but different specs never collide. Objects stay loaded for the process's life.
-CpuEntry loadCpuObject(const Binary &binary, const std::string &key);
+/// name but different specs never collide. The JITDylib, with the code's memory, is
+/// removed when the last copy of the returned owner goes (clear_cache() frees what it
+/// loaded).
+CpuCode loadCpuObject(const Binary &binary, const std::string &key);
 
 } // namespace tile::runtime
 

@@ -14,6 +14,13 @@ namespace tile::runtime {
 using CpuEntry = void (*)(void **args, int64_t begin, int64_t end, int32_t gx, int32_t gy,
                           int32_t gz);
 
+/// A CPU kernel's entry point and what keeps its code in the process: the code is
+/// unloaded (its memory returned) when the last copy of `owner` goes.
+struct CpuCode {
+  CpuEntry entry = nullptr;
+  std::shared_ptr<const void> owner;
+};
+
 /// A compiled kernel, loaded and ready to launch.
 struct LoadedKernel {
   std::string key;  ///< kernelKey(): sha256 hex
@@ -22,6 +29,12 @@ struct LoadedKernel {
   double compileMs = 0; ///< time to get the binary: compile, or read from the disk cache
   bool fromDisk = false; ///< the binary came from the disk cache
   CpuEntry cpuEntry = nullptr;
+  std::shared_ptr<const void> cpuCode; ///< keeps cpuEntry's code loaded (CpuCode::owner)
+
+  void setCpuCode(CpuCode code) {
+    cpuEntry = code.entry;
+    cpuCode = std::move(code.owner);
+  }
 };
 
 } // namespace tile::runtime

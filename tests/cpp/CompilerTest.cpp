@@ -234,7 +234,7 @@ TEST(Compiler, ThreeDimensionalGridVisitsEveryProgramOnce) {
   Binary binary = compile(*module, Target::host());
   runtime::LoadedKernel kernel;
   kernel.spec = "coords";
-  kernel.cpuEntry = runtime::loadCpuObject(binary, "coords-test");
+  kernel.setCpuCode(runtime::loadCpuObject(binary, "coords-test"));
   runtime::Grid grid{5, 3, 4};
   std::vector<int32_t> out(grid.count(), -1);
   void *outPtr = out.data();

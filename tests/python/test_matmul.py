@@ -6,6 +6,8 @@ Shapes are written (M, N, K) throughout: a is M x K, b is K x N and the result i
 
 import math
 import re
+import subprocess
+import sys
 from typing import NamedTuple, Optional
 
 import pytest
@@ -260,6 +262,36 @@ def test_compiled_on_first_call_then_cached(op, pair):
     second = torch_tile.runtime.cache_stats()
     assert second["misses"] == first["misses"], "an identical second call compiled again"
     assert second["hits"] > first["hits"], "the second call did not use the kernel cache"
+
+
+def test_clear_cache_returns_the_kernels_memory():
+    # Each kernel loaded on the CPU holds JIT code (~50 KB): clear_cache() must unload it,
+    # or a program that clears and reloads grows without end. In a process of its own, so
+    # that nothing else holds a kernel; kernels reload from the disk cache after the first.
+    script = """
+import os, torch, torch_tile
+def rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+a, b = torch.randn(1000), torch.randn(1000)
+x, y = torch.randn(33, 17), torch.randn(17, 9)
+def cycle():
+    assert torch.equal(torch.ops.tile.vector_add(a, b), a + b)
+    torch.ops.tile.matmul(x, y)
+    torch_tile.runtime.clear_cache()
+for _ in range(100):
+    cycle()
+start = rss()
+for _ in range(400):
+    cycle()
+print(rss() - start)
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr
+    growth = int(result.stdout.split()[-1])
+    # Without unloading, 800 loads grow the process by ~40 MB.
+    assert growth < 1_000_000, f"RSS grew by {growth / 1e6:.1f} MB over 400 clear_cache() cycles"
 
 
 # Patterns the error messages must match, case-insensitively.
