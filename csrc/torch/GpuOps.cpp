@@ -8,6 +8,7 @@
 #include "DTypes.h"
 #include "MatmulCall.h"
 #include "MatmulTuning.h"
+#include "TorchLibraryDir.h"
 #include "VectorAddChecks.h"
 #include "runtime/DeviceTarget.h"
 #include "runtime/GpuLauncher.h"
@@ -62,13 +63,8 @@ const tile::Target &targetOf(int device) {
 
 tile::runtime::GpuLauncher &launcher() {
   static tile::runtime::GpuLauncher instance = [] {
-    if (rocm()) {
-      // torch's ROCm wheels carry their own libamdhip64 beside libtorch.
-      std::string torchLib;
-      if (const char *path = std::getenv("TILE_TORCH_LIB_DIR"))
-        torchLib = path;
-      return tile::runtime::GpuLauncher(tile::runtime::hipDriver(torchLib));
-    }
+    if (rocm()) // torch's ROCm wheels carry their own libamdhip64 beside libtorch.
+      return tile::runtime::GpuLauncher(tile::runtime::hipDriver(tile::binding::torchLibraryDir()));
     return tile::runtime::GpuLauncher(tile::runtime::cudaDriver());
   }();
   return instance;

@@ -1,4 +1,5 @@
 // tile_runtime::* ops: what the runtime knows, for the Python package and the demo.
+#include "TorchLibraryDir.h"
 #include "runtime/BuildId.h"
 #include "runtime/DiskCache.h"
 #include "runtime/GpuDriver.h"
@@ -25,8 +26,11 @@ std::string cacheStats() {
 
 std::string cacheDir() { return tile::runtime::DiskCache::global().root(); }
 
-/// "<library path>" when the driver loads, else "error: <where it looked and why>".
+/// "<library path>" when the driver loads, else "error: <where it looked and why>". An
+/// empty torchLibDir searches as the launcher does (torchLibraryDir()).
 std::string driverStatus(std::string driver, std::string torchLibDir) {
+  if (torchLibDir.empty())
+    torchLibDir = tile::binding::torchLibraryDir();
   try {
     if (driver == "hip")
       return tile::runtime::hipDriver(torchLibDir).path;

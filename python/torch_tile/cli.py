@@ -163,7 +163,6 @@ def folder_size(path):
 def env_command(_args):
     from torch_tile import runtime
 
-    torch_lib = os.path.join(os.path.dirname(torch.__file__), "lib")
     print(f"torch-tile      : {runtime.compiler_version()}")
     print(f"torch           : {torch.__version__} (HIP {torch.version.hip or '-'}, "
           f"CUDA {torch.version.cuda or '-'})")
@@ -176,7 +175,8 @@ def env_command(_args):
     if os.environ.get("TILE_TARGET"):
         print(f"TILE_TARGET     : {os.environ['TILE_TARGET']} (overrides detection)")
     for driver in ("hip", "cuda"):
-        status = torch.ops.tile_runtime.driver_status(driver, torch_lib)
+        # "": the launcher's own search (TILE_LIBHIP_PATH, the system, torch's lib folder).
+        status = torch.ops.tile_runtime.driver_status(driver, "")
         label = "HIP runtime" if driver == "hip" else "CUDA driver"
         print(f"{label:<16}: {status.replace(chr(10), chr(10) + ' ' * 18)}")
     cache = runtime.cache_dir()
