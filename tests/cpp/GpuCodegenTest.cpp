@@ -391,6 +391,8 @@ Binary compileMatmul(const Target &target, const std::string &dtype,
   options.keepStages = true;
   options.numWarps = config.at("num_warps");
   options.numStages = config.at("num_stages");
+  if (auto it = config.find("waves_per_eu"); it != config.end())
+    options.wavesPerEu = it->second;
   return compile(*module, target, options);
 }
 
@@ -509,14 +511,7 @@ TEST(GpuCodegen, AmdDefaultMatmulReadsFragmentsAndGlobalMemoryWide) {
       Target target = Target::parse(std::string("hip:") + arch);
       auto config = rowMajorAligned(ops::defaultMatmulConfig(target, 4096, 4096, 4096, dtype));
       config["divisibility_16"] = 0b111111; // M, N, K multiples of 16 as well
-      auto context = createContext();
-      auto module = ops::buildKernel(*context, {"matmul", {dtype, dtype}, config});
-      CompileOptions options;
-      options.keepStages = true;
-      options.numWarps = config.at("num_warps");
-      options.numStages = config.at("num_stages");
-      options.wavesPerEu = config.at("waves_per_eu");
-      Binary binary = compile(*module, target, options);
+      Binary binary = compileMatmul(target, dtype, config);
       const std::string &isa = stage(binary, "asm");
       std::string where = std::string(arch) + " " + dtype;
       for (const char *narrow : {"ds_read_u16", "ds_read_u8", "ds_read_i8", "ds_load_u16",
@@ -553,14 +548,7 @@ TEST(GpuCodegen, AmdMatmulLoadsFromAScalarBaseWithThirtyTwoBitIndices) {
       auto config = rowMajorAligned(ops::defaultMatmulConfig(target, 4096, 4096, 4096, "f16"));
       config["divisibility_16"] = 0b111111;
       config["index_bits"] = indexBits;
-      auto context = createContext();
-      auto module = ops::buildKernel(*context, {"matmul", {"f16", "f16"}, config});
-      CompileOptions options;
-      options.keepStages = true;
-      options.numWarps = config.at("num_warps");
-      options.numStages = config.at("num_stages");
-      options.wavesPerEu = config.at("waves_per_eu");
-      Binary binary = compile(*module, target, options);
+      Binary binary = compileMatmul(target, "f16", config);
       std::string where = std::string(arch) + " index_bits=" + std::to_string(indexBits);
       std::string loop = mainLoopOf(stage(binary, "asm"));
       ASSERT_FALSE(loop.empty()) << where;

@@ -1,6 +1,7 @@
 // Known power-of-two divisors of scalar values, as Triton's axis analysis tracks
 // divisibility, for the alignment facts the GPU lowering needs at compile time.
 #include "tile/Analysis/Divisibility.h"
+#include "tile/Analysis/ArgumentPromises.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -28,11 +29,8 @@ int64_t product(int64_t a, int64_t b) { return std::min<int64_t>(a * b, kUnbound
 } // namespace
 
 Divisibility::Divisibility(FunctionOpInterface kernel) {
-  if (kernel.isExternal())
-    return;
-  for (unsigned i = 0; i < kernel.getNumArguments(); ++i)
-    if (auto attr = kernel.getArgAttrOfType<IntegerAttr>(i, kDivisibilityAttrName))
-      promised[kernel.getArgument(i)] = powerOfTwoIn(attr.getInt());
+  for (auto [argument, value] : argumentPromises(kernel, kDivisibilityAttrName))
+    promised[argument] = powerOfTwoIn(value);
 }
 
 int64_t Divisibility::of(Value scalar) const {

@@ -1,17 +1,12 @@
 #include "tile/Analysis/PointerRange.h"
 
-#include "mlir/IR/BuiltinAttributes.h"
+#include "tile/Analysis/ArgumentPromises.h"
 
 using namespace mlir;
 using namespace mlir::tile;
 
-PointerRanges::PointerRanges(FunctionOpInterface kernel) {
-  if (kernel.isExternal())
-    return;
-  for (unsigned i = 0; i < kernel.getNumArguments(); ++i)
-    if (auto attr = kernel.getArgAttrOfType<IntegerAttr>(i, kPointerRangeAttrName))
-      promised[kernel.getArgument(i)] = attr.getInt();
-}
+PointerRanges::PointerRanges(FunctionOpInterface kernel)
+    : promised(argumentPromises(kernel, kPointerRangeAttrName)) {}
 
 int64_t PointerRanges::bitsOf(Value pointer) const {
   auto it = promised.find(pointer);

@@ -18,8 +18,6 @@ inline constexpr llvm::StringLiteral kPointerRangeAttrName = "tile.pointer_range
 class PointerRanges {
 public:
   PointerRanges() = default;
-  /// Read before the kernel's body moves elsewhere (its block arguments keep their
-  /// identity).
   explicit PointerRanges(FunctionOpInterface kernel);
 
   /// The promised bits of `pointer` (an argument of the kernel); 64 where none is.
