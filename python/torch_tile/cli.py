@@ -1,6 +1,7 @@
 """`python -m torch_tile compile`: compile an op for any target, no GPU needed.
 `python -m torch_tile env`: what this machine has for torch-tile (versions, devices and
 their targets, GPU driver libraries, the kernel cache).
+`python -m torch_tile selftest [--json PATH]`: the ops checked on this machine's device.
 
     python -m torch_tile compile --op matmul --dtype float16 --target hip:gfx942 \\
         [--out-dtype float32] [--bias-dtype float16] [--config '{"BLOCK_M": 128, ...}'] \\
@@ -73,7 +74,8 @@ KNOBS_HELP = {
 
 def help_epilog():
     knobs = "\n".join(f"  {ops}: {', '.join(names)}" for ops, names in KNOBS_HELP.items())
-    return (f"commands: compile (one kernel to files, no GPU needed), env (this machine)\n"
+    return (f"commands: compile (one kernel to files, no GPU needed), env (this machine), "
+            f"selftest (parity and speed on this machine's device)\n"
             f"targets (--target): {TARGETS_HELP}\n"
             f"knobs (--config, a JSON object; those left out keep the default):\n{knobs}")
 
@@ -191,6 +193,13 @@ def main(argv=None):
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("env", help="what this machine has for torch-tile")
+    selftest_parser = commands.add_parser(
+        "selftest", help="check the ops on this machine's GPU (else the CPU): parity, speed, env")
+    selftest_parser.add_argument("--cases", type=int, default=150,
+                                 help="random matmul cases besides the aligned ones (default 150)")
+    selftest_parser.add_argument("--seed", type=int, default=20261123)
+    selftest_parser.add_argument("--no-speed", action="store_true", help="skip the speed table")
+    selftest_parser.add_argument("--json", metavar="PATH", help="write the report as JSON")
     compile_parser = commands.add_parser("compile", help="compile one kernel to files",
                                          epilog=help_epilog(),
                                          formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -207,6 +216,10 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.command == "env":
         return env_command(args)
+    if args.command == "selftest":
+        from torch_tile.selftest import selftest
+
+        return selftest(args.cases, args.seed, args.json, speed=not args.no_speed)
     if args.target is None:
         from torch_tile import runtime
 

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 import torch_tile  # noqa: F401
-from matmul_fuzz import Case, check
+from torch_tile.testing import Case, check
 
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
     not torch.cuda.is_available(), reason="no GPU visible to torch"))]
@@ -49,7 +49,7 @@ def poisoned(shape, dtype, device):
 
 
 def assert_close_elementwise(out, a, b, bias, op, slope, result, out_dtype=None):
-    """The property test's check (matmul_fuzz.check): element by element within the worst
+    """The property test's check (torch_tile.testing.check): element by element within the worst
     case of a float32 accumulation (the bias one more term) and one rounding to the result
     dtype; exact for int8."""
     name = lambda dtype: str(dtype).removeprefix("torch.")  # noqa: E731

@@ -1,9 +1,9 @@
 """Property test of the matmul ops on the CPU: a fixed budget of seeded random cases
-(matmul_fuzz.py) against a float64 reference. A failure prints a reproducer."""
+(torch_tile.testing) against a float64 reference. A failure prints a reproducer."""
 
 import pytest
 
-from matmul_fuzz import cases, check, run
+from torch_tile.testing import cases, check, run
 
 # About 300 cases keep this file to a few seconds of kernel compiles and runs in CI.
 CPU_CASES = cases(300, seed=20261123)

@@ -337,10 +337,10 @@ def test_offsets_past_two_to_the_31():
 
 
 def test_random_cases_match_float64():
-    # The CPU property test's generator (matmul_fuzz.py), with other cases and the output
+    # The CPU property test's generator (torch_tile.testing), with other cases and the output
     # NaN-filled before each run: sizes 0-300, every dtype pair, strided, offset and
     # stride-0 operands, NaN and negative slopes, biases.
-    from matmul_fuzz import cases, check, run
+    from torch_tile.testing import cases, check, run
     failures = []
     # 300 cases: with biases (a kernel of their own per dtype) they take ~3 minutes of
     # compiles and runs on an H100, the test file's share of one device call.

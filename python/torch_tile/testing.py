@@ -4,8 +4,9 @@ and stride-0 expands, slopes 0, negative and NaN, and a bias (in the input or th
 dtype, contiguous, strided or expanded) on some of them. A case is plain data and rebuilds its
 operands from its own seed, so a failure prints a reproducer that runs on its own.
 
-test_fuzz.py runs a fixed number of cases on the CPU in `make test`; test_gpu.py runs more
-of the same generator on a GPU.
+The project's test_fuzz.py runs a fixed number of cases on the CPU in `make test` and
+test_gpu.py more of them on a GPU; `python -m torch_tile selftest` runs them on a user's
+own device.
 """
 
 import dataclasses
@@ -47,7 +48,7 @@ class Case:
 
     def reproducer(self) -> str:
         return ("import torch, torch_tile\n"
-                "from matmul_fuzz import Case, run, check\n"
+                "from torch_tile.testing import Case, run, check\n"
                 f"case = {self!r}\n"
                 "a, b = case.operands('cpu')  # or 'cuda'\n"
                 "bias = case.bias_operand('cpu')\n"
