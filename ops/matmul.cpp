@@ -229,11 +229,13 @@ OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) 
   }
   // With 32-bit indices the caller keeps every element's offset from its tensor's pointer
   // below 2^31 (index_bits=32 is chosen only then).
-  if (indexBits == 32)
-    for (unsigned pointerArg : {0u, 1u, 2u})
+  if (indexBits == 32) {
+    SmallVector<unsigned> pointerArgs = {0, 1, 2};
+    if (hasBias)
+      pointerArgs.push_back(biasArg);
+    for (unsigned pointerArg : pointerArgs)
       func.setArgAttr(pointerArg, mlir::tile::kPointerRangeAttrName, b.getI64IntegerAttr(32));
-  if (indexBits == 32 && hasBias)
-    func.setArgAttr(biasArg, mlir::tile::kPointerRangeAttrName, b.getI64IntegerAttr(32));
+  }
   Value strideAm = stride(6), strideAk = stride(7), strideBk = stride(8), strideBn = stride(9);
   Value strideCm = stride(10), strideCn = stride(11);
 

@@ -18,3 +18,12 @@ std::map<std::string, int64_t> tile::ops::defaultVectorAddConfig(const Target &t
   config["index_bits"] = numel < std::numeric_limits<int32_t>::max() ? 32 : 64;
   return config;
 }
+
+tile::ops::KernelSpec tile::ops::vectorAddSpec(const Target &target, const std::string &dtype,
+                                               int64_t numel) {
+  KernelSpec spec;
+  spec.op = "vector_add";
+  spec.dtypes = {dtype};
+  spec.config = defaultVectorAddConfig(target, numel);
+  return spec;
+}

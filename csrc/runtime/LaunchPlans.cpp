@@ -1,5 +1,7 @@
 #include "runtime/LaunchPlans.h"
 
+#include "runtime/KernelCache.h"
+
 namespace tile::runtime {
 
 size_t LaunchPlans::Hash::operator()(const CallSignature &signature) const {
@@ -32,6 +34,13 @@ void LaunchPlans::clear() {
 size_t LaunchPlans::size() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return plans_.size();
+}
+
+std::optional<LaunchPlan> reusePlan(const CallSignature &signature) {
+  std::optional<LaunchPlan> plan = LaunchPlans::global().find(signature);
+  if (plan)
+    KernelCache::global().recordHit();
+  return plan;
 }
 
 LaunchPlans &LaunchPlans::global() {

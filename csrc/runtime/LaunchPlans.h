@@ -50,6 +50,10 @@ private:
   std::unordered_map<CallSignature, LaunchPlan, Hash> plans_;
 };
 
+/// The plan of `signature` in LaunchPlans::global(), counted as a hit of
+/// KernelCache::global(): a call it serves is one that cache would have served.
+std::optional<LaunchPlan> reusePlan(const CallSignature &signature);
+
 } // namespace tile::runtime
 
 #endif

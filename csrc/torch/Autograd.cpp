@@ -3,7 +3,8 @@
 // on tile::matmul itself; the leaky_relu backward takes the sign of the pre-activation
 // from the output when the slope is >= 0 (as torch's own backward does) and recomputes
 // it otherwise.
-#include <ATen/core/dispatch/Dispatcher.h>
+#include "OpHandles.h"
+
 #include <torch/autograd.h>
 #include <torch/library.h>
 
@@ -14,25 +15,12 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-using OptionalTensor = std::optional<at::Tensor>;
+using tile::binding::OptionalTensor;
+using tile::binding::recordsGradient;
 
 at::Tensor callMatmul(const at::Tensor &a, const at::Tensor &b,
                       std::optional<at::ScalarType> outDtype, const OptionalTensor &bias) {
-  static auto op = c10::Dispatcher::singleton()
-                       .findSchemaOrThrow("tile::matmul", "")
-                       .typed<at::Tensor(const at::Tensor &, const at::Tensor &,
-                                         std::optional<at::ScalarType>, const OptionalTensor &)>();
-  return op.call(a, b, outDtype, bias);
-}
-
-const c10::TypedOperatorHandle<at::Tensor(const at::Tensor &, const at::Tensor &, double,
-                                          std::optional<at::ScalarType>, const OptionalTensor &)> &
-leakyOp() {
-  static auto op = c10::Dispatcher::singleton()
-                       .findSchemaOrThrow("tile::matmul_leaky_relu", "")
-                       .typed<at::Tensor(const at::Tensor &, const at::Tensor &, double,
-                                         std::optional<at::ScalarType>, const OptionalTensor &)>();
-  return op;
+  return tile::binding::matmulOp().call(a, b, outDtype, bias);
 }
 
 /// grad_a = grad_z @ b.T and grad_b = a.T @ grad_z, in the inputs' dtype, and grad_bias
@@ -83,7 +71,7 @@ struct MatmulLeakyReluFunction : torch::autograd::Function<MatmulLeakyReluFuncti
                             double slope, std::optional<at::ScalarType> outDtype,
                             const OptionalTensor &bias) {
     at::AutoDispatchBelowADInplaceOrView guard;
-    at::Tensor out = leakyOp().call(a, b, slope, outDtype, bias);
+    at::Tensor out = tile::binding::leakyReluOp().call(a, b, slope, outDtype, bias);
     ctx->saved_data["slope"] = slope;
     ctx->save_for_backward({a, b, out, bias.value_or(at::Tensor())});
     return out;
@@ -102,13 +90,6 @@ struct MatmulLeakyReluFunction : torch::autograd::Function<MatmulLeakyReluFuncti
             grad[2]};
   }
 };
-
-/// Whether a call records a graph; without one, the op runs below autograd directly.
-bool recordsGradient(const at::Tensor &a, const at::Tensor &b,
-                     const OptionalTensor &bias = std::nullopt) {
-  return at::GradMode::is_enabled() &&
-         (a.requires_grad() || b.requires_grad() || (bias && bias->requires_grad()));
-}
 
 at::Tensor vectorAdd(const at::Tensor &a, const at::Tensor &b) {
   if (!recordsGradient(a, b))
@@ -129,7 +110,7 @@ at::Tensor matmulLeakyRelu(const at::Tensor &a, const at::Tensor &b, double slop
                            std::optional<at::ScalarType> outDtype, const OptionalTensor &bias) {
   if (!recordsGradient(a, b, bias)) {
     at::AutoDispatchBelowADInplaceOrView guard;
-    return leakyOp().call(a, b, slope, outDtype, bias);
+    return tile::binding::leakyReluOp().call(a, b, slope, outDtype, bias);
   }
   return MatmulLeakyReluFunction::apply(a, b, slope, outDtype, bias);
 }

@@ -107,20 +107,14 @@ at::Tensor vectorAddGpu(const at::Tensor &a, const at::Tensor &b) {
   // As the CPU's (VectorAdd.cpp), with the device in slot 3.
   tile::runtime::CallSignature signature{-1, static_cast<int64_t>(a.scalar_type()), numel,
                                          a.get_device()};
-  auto &plans = tile::runtime::LaunchPlans::global();
-  std::optional<tile::runtime::LaunchPlan> plan = plans.find(signature);
-  if (plan) {
-    tile::runtime::KernelCache::global().recordHit();
-  } else {
+  std::optional<tile::runtime::LaunchPlan> plan = tile::runtime::reusePlan(signature);
+  if (!plan) {
     const tile::Target &target = targetOf(a.get_device());
-    tile::ops::KernelSpec spec;
-    spec.op = "vector_add";
-    spec.dtypes = {tile::binding::specDtype(a.scalar_type())};
-    spec.config = tile::ops::defaultVectorAddConfig(target, numel);
+    auto spec = tile::ops::vectorAddSpec(target, tile::binding::specDtype(a.scalar_type()), numel);
     int64_t block = spec.config.at("BLOCK_SIZE");
     plan = tile::runtime::LaunchPlan{kernelFor("tile::vector_add", spec, target),
                                      (numel + block - 1) / block, 1};
-    plans.insert(signature, *plan);
+    tile::runtime::LaunchPlans::global().insert(signature, *plan);
   }
   void *aPtr = aDense.data_ptr(), *bPtr = bDense.data_ptr(), *outPtr = out.data_ptr();
   int32_t n32 = static_cast<int32_t>(numel);
@@ -146,9 +140,7 @@ at::Tensor matmulGpu(const char *op, const at::Tensor &a, const at::Tensor &b,
                                /*contiguousRowsOfB=*/false);
   if (call.empty())
     return call.c;
-  auto &plans = tile::runtime::LaunchPlans::global();
-  if (auto plan = plans.find(call.signature)) {
-    tile::runtime::KernelCache::global().recordHit();
+  if (auto plan = tile::runtime::reusePlan(call.signature)) {
     launch(op, *plan->kernel, a, call.args, plan->programs);
     return call.c;
   }
@@ -165,7 +157,7 @@ at::Tensor matmulGpu(const char *op, const at::Tensor &a, const at::Tensor &b,
       call, target, launchConfig, [&] { stream.synchronize(); }, !capturing);
   tile::runtime::LaunchPlan plan{kernelFor(op, spec, target), programs, 1};
   if (!capturing || !tile::runtime::Autotuner::global().enabled())
-    plans.insert(call.signature, plan);
+    tile::runtime::LaunchPlans::global().insert(call.signature, plan);
   launch(op, *plan.kernel, a, call.args, plan.programs);
   return call.c;
 }

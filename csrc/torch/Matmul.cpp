@@ -29,9 +29,7 @@ at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
                                at::parallel_for(begin, end, grainSize, body);
                              });
   };
-  auto &plans = tile::runtime::LaunchPlans::global();
-  if (auto plan = plans.find(call.signature)) {
-    tile::runtime::KernelCache::global().recordHit();
+  if (auto plan = tile::runtime::reusePlan(call.signature)) {
     run(*plan);
     return call.c;
   }
@@ -50,7 +48,7 @@ at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
       call, target, [&](const tile::ops::KernelSpec &spec, int64_t programs) { run(planFor(spec, programs)); },
       [] {}, /*mayBenchmark=*/true);
   auto plan = planFor(spec, programs);
-  plans.insert(call.signature, plan);
+  tile::runtime::LaunchPlans::global().insert(call.signature, plan);
   run(plan);
   return call.c;
 }

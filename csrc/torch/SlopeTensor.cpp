@@ -2,17 +2,15 @@
 // float attribute that is a graph input (torch.compile with dynamic=True). It is read once
 // per call and passed to the kernel as its argument, so that no value of it compiles
 // anything again; the rest, autograd included, is the float overload's.
-#include <ATen/core/dispatch/Dispatcher.h>
-#include <ATen/core/grad_mode.h>
+#include "OpHandles.h"
+
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/autograd.h>
 #include <torch/library.h>
 
-#include <optional>
-
 namespace {
 
-using OptionalTensor = std::optional<at::Tensor>;
+using tile::binding::OptionalTensor;
 
 void checkSlope(const at::Tensor &negativeSlope) {
   TORCH_CHECK_VALUE(negativeSlope.dim() == 0,
@@ -29,20 +27,12 @@ double slopeOf(const at::Tensor &negativeSlope) {
   return negativeSlope.item<double>();
 }
 
-const auto &floatSlopeOp() {
-  static auto op = c10::Dispatcher::singleton()
-                       .findSchemaOrThrow("tile::matmul_leaky_relu", "")
-                       .typed<at::Tensor(const at::Tensor &, const at::Tensor &, double,
-                                         std::optional<at::ScalarType>, const OptionalTensor &)>();
-  return op;
-}
-
 /// The kernels of every backend.
 at::Tensor matmulLeakyReluTensorSlope(const at::Tensor &a, const at::Tensor &b,
                                       const at::Tensor &negativeSlope,
                                       std::optional<at::ScalarType> outDtype,
                                       const OptionalTensor &bias) {
-  return floatSlopeOp().call(a, b, slopeOf(negativeSlope), outDtype, bias);
+  return tile::binding::leakyReluOp().call(a, b, slopeOf(negativeSlope), outDtype, bias);
 }
 
 /// Autograd. A call that records a gradient is composed of tile::matmul (float32 out,
@@ -54,20 +44,15 @@ at::Tensor matmulLeakyReluTensorSlopeAutograd(const at::Tensor &a, const at::Ten
                                               const at::Tensor &negativeSlope,
                                               std::optional<at::ScalarType> outDtype,
                                               const OptionalTensor &bias) {
-  bool records = at::GradMode::is_enabled() &&
-                 (a.requires_grad() || b.requires_grad() || (bias && bias->requires_grad()));
+  bool records = tile::binding::recordsGradient(a, b, bias);
   at::ScalarType out = outDtype.value_or(a.scalar_type());
   // What the fused kernel refuses, it refuses with its own message.
   bool composable = at::isFloatingType(a.scalar_type()) && (out == a.scalar_type() || out == at::kFloat);
   if (records && !composable)
-    return floatSlopeOp().call(a, b, slopeOf(negativeSlope), outDtype, bias);
+    return tile::binding::leakyReluOp().call(a, b, slopeOf(negativeSlope), outDtype, bias);
   if (records) {
     checkSlope(negativeSlope);
-    static auto matmul = c10::Dispatcher::singleton()
-                             .findSchemaOrThrow("tile::matmul", "")
-                             .typed<at::Tensor(const at::Tensor &, const at::Tensor &,
-                                               std::optional<at::ScalarType>, const OptionalTensor &)>();
-    at::Tensor z = matmul.call(a, b, at::kFloat, bias);
+    at::Tensor z = tile::binding::matmulOp().call(a, b, at::kFloat, bias);
     // z times (1 or the slope): its gradient is the slope's multiple only where z <= 0,
     // as torch's leaky_relu backward (a NaN slope spoils no other element's gradient).
     at::Tensor factor = at::where(z.gt(0), at::ones({}, z.options()), negativeSlope.to(z.device(), at::kFloat));

@@ -32,16 +32,10 @@ at::Tensor vectorAddCpu(const at::Tensor &a, const at::Tensor &b) {
   // Slot 0 tells the op from a matmul's signature (whose first slot is 0 or 1); slot 3
   // is the device (-1: the CPU).
   tile::runtime::CallSignature signature{-1, static_cast<int64_t>(a.scalar_type()), numel, -1};
-  auto &plans = tile::runtime::LaunchPlans::global();
-  std::optional<tile::runtime::LaunchPlan> plan = plans.find(signature);
-  if (plan) {
-    KernelCache::global().recordHit();
-  } else {
+  std::optional<tile::runtime::LaunchPlan> plan = tile::runtime::reusePlan(signature);
+  if (!plan) {
     const tile::Target &target = tile::runtime::cpuTarget();
-    tile::ops::KernelSpec spec;
-    spec.op = "vector_add";
-    spec.dtypes = {tile::binding::specDtype(a.scalar_type())};
-    spec.config = tile::ops::defaultVectorAddConfig(target, numel);
+    auto spec = tile::ops::vectorAddSpec(target, tile::binding::specDtype(a.scalar_type()), numel);
     int64_t block = spec.config.at("BLOCK_SIZE");
     int64_t programs = (numel + block - 1) / block;
     TORCH_CHECK(programs <= std::numeric_limits<int32_t>::max(),
@@ -50,7 +44,7 @@ at::Tensor vectorAddCpu(const at::Tensor &a, const at::Tensor &b) {
     // more than they give.
     plan = tile::runtime::LaunchPlan{KernelCache::global().get(spec, target), programs,
                                      std::max<int64_t>(1, (1 << 15) / block)};
-    plans.insert(signature, *plan);
+    tile::runtime::LaunchPlans::global().insert(signature, *plan);
   }
   void *aPtr = aDense.data_ptr(), *bPtr = bDense.data_ptr(), *outPtr = out.data_ptr();
   int32_t n32 = static_cast<int32_t>(numel);

@@ -35,16 +35,7 @@ def interleaved_medians(fns, repeats, device=torch.device("cpu")):
 
 
 def median_seconds(fn, repeats, device=torch.device("cpu")):
-    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-    fn()
-    sync()
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        sync()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+    return interleaved_medians({"fn": fn}, repeats, device)["fn"]
 
 
 def gpu_kernels_built():

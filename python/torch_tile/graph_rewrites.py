@@ -112,7 +112,8 @@ def _kernel_takes_bias(bias, b) -> bool:
 
 
 def _leaky_relu_parts(where):
-    """(x, slope, mask, scaled) when `where` is leaky_relu(x, slope) as decomposed."""
+    """(x, slope, mask, scaled) when `where` is leaky_relu(x, slope) as decomposed: slope a
+    float, or the 0-d tensor node it is read from when it is a graph input."""
     if where.target != aten.where.self:
         return None
     mask, x, scaled = where.args
@@ -124,7 +125,8 @@ def _leaky_relu_parts(where):
         return None
     slope = scaled.args[1]
     if isinstance(slope, torch.fx.Node):
-        return (x, slope, mask, scaled) if _runtime_slope(slope) is not None else None
+        source = _runtime_slope(slope)
+        return None if source is None else (x, source, mask, scaled)
     if isinstance(slope, bool) or not isinstance(slope, (int, float)) or not math.isfinite(slope):
         return None
     return x, float(slope), mask, scaled
@@ -176,8 +178,7 @@ def fuse_matmul_leaky_relu(graph: torch.fx.Graph, wanted: GemmFilter = None) -> 
             continue
         # A slope that is a graph input is read by the kernel's call, from its 0-d tensor,
         # at run time: no value of it compiles again.
-        op, slope = ((tile.matmul_leaky_relu.Tensor, _runtime_slope(slope)) if runtime
-                     else (tile.matmul_leaky_relu.default, slope))
+        op = tile.matmul_leaky_relu.Tensor if runtime else tile.matmul_leaky_relu.default
         fused = _insert_after(x, op, (a, b, slope), {} if bias is None else {"bias": bias})
         where.replace_all_uses_with(fused)
         graph.erase_node(where)

@@ -190,6 +190,8 @@ struct SharedLayout {
   /// swizzle phases of consecutive rows share their terms).
   Value offsetFrom(OpBuilder &b, Location loc, Value outerBase, int64_t multiple, int64_t step,
                    Value innerIndex) const;
+  /// rowStart + the element of innerIndex within its (swizzled) `unit`.
+  Value place(OpBuilder &b, Location loc, Value rowStart, Value unit, Value innerIndex) const;
 };
 
 /// The swizzle for reads of `accessBytes` (8 or 16) per lane: banks are 4 bytes wide and

@@ -32,10 +32,15 @@ Value SharedLayout::offset(OpBuilder &b, Location loc, Value outerIndex, Value i
         b, loc, arith::DivUIOp::create(b, loc, outerIndex, c(perPhase)), c(maxPhase));
     unit = arith::XOrIOp::create(b, loc, unit, phase);
   }
+  return place(b, loc, arith::MulIOp::create(b, loc, outerIndex, c(inner)), unit, innerIndex);
+}
+
+Value SharedLayout::place(OpBuilder &b, Location loc, Value rowStart, Value unit,
+                          Value innerIndex) const {
+  auto c = [&](int64_t v) { return i32Constant(b, loc, v); };
   Value within = arith::RemUIOp::create(b, loc, innerIndex, c(vec));
-  Value row = arith::MulIOp::create(b, loc, outerIndex, c(inner));
   Value column = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, unit, c(vec)), within);
-  return arith::AddIOp::create(b, loc, row, column);
+  return arith::AddIOp::create(b, loc, rowStart, column);
 }
 
 Value SharedLayout::offsetFrom(OpBuilder &b, Location loc, Value outerBase, int64_t multiple,
@@ -50,9 +55,7 @@ Value SharedLayout::offsetFrom(OpBuilder &b, Location loc, Value outerBase, int6
   Value unit = arith::XOrIOp::create(b, loc, arith::DivUIOp::create(b, loc, innerIndex, c(vec)), phase);
   if (int64_t stepPhase = step / perPhase % maxPhase)
     unit = arith::XOrIOp::create(b, loc, unit, c(stepPhase));
-  Value within = arith::RemUIOp::create(b, loc, innerIndex, c(vec));
   Value row = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, outerBase, c(inner)),
                                     c(step * inner));
-  Value column = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, unit, c(vec)), within);
-  return arith::AddIOp::create(b, loc, row, column);
+  return place(b, loc, row, unit, innerIndex);
 }
