@@ -14,6 +14,11 @@ Target runtime::deviceTarget(TargetKind kind, const std::string &gcnArchName, in
   std::string detected = kind == TargetKind::Hip
                              ? "hip:" + gcnArchName
                              : "cuda:sm_" + std::to_string(major) + std::to_string(minor);
+  // The arch-specific variant (sm_90a) where there is one: a binary for it runs only on
+  // that compute capability, which is the device's own, and it alone has the arch's
+  // fastest instructions (Hopper's warpgroup MMA).
+  if (kind == TargetKind::Cuda && lookupGpuArch(detected.substr(5) + "a"))
+    detected += "a";
   Target target;
   if (const char *forced = std::getenv("TILE_TARGET"); forced && *forced) {
     target = Target::parse(forced);

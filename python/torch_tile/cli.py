@@ -62,7 +62,7 @@ EXTRA_MATMUL_KNOBS = ("allow_tf32",)
 # What --help lists, with no native library needed (tests/python/test_cli.py checks it
 # against the library's own lists).
 TARGETS_HELP = ("cpu (this host; the default), hip:<arch>[:sramecc+:xnack-] for gfx90a, gfx942, "
-                "gfx950, gfx1100, gfx1201, cuda:sm_<NN> for sm_80, sm_90")
+                "gfx950, gfx1100, gfx1201, cuda:sm_<NN> for sm_80, sm_90, sm_90a")
 KNOBS_HELP = {
     "matmul and matmul_leaky_relu": ("BLOCK_K", "BLOCK_M", "BLOCK_N", "GROUP_M", "allow_tf32",
                                      "divisibility_16", "index_bits", "kpack",

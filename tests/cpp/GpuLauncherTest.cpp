@@ -239,7 +239,9 @@ TEST(DeviceTarget, FromTheDeviceKeepingRocmFeatures) {
   EXPECT_EQ(deviceTarget(TargetKind::Hip, "gfx942:sramecc+:xnack-", 0, 0).str(),
             "hip:gfx942:sramecc+:xnack-");
   EXPECT_EQ(deviceTarget(TargetKind::Hip, "gfx1100", 0, 0).str(), "hip:gfx1100");
-  EXPECT_EQ(deviceTarget(TargetKind::Cuda, "", 9, 0).str(), "cuda:sm_90");
+  // Hopper gets its arch-specific target (warpgroup MMA); Ampere has none.
+  EXPECT_EQ(deviceTarget(TargetKind::Cuda, "", 9, 0).str(), "cuda:sm_90a");
+  EXPECT_EQ(deviceTarget(TargetKind::Cuda, "", 8, 0).str(), "cuda:sm_80");
   try {
     deviceTarget(TargetKind::Hip, "gfx908:sramecc+:xnack-", 0, 0);
     FAIL() << "expected an error";

@@ -46,7 +46,7 @@ def test_vector_add_for_amd(tmp_path, arch, dtype):
     assert 1 <= int(report["waves_per_simd"]) <= 16
 
 
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90", "sm_90a"])
 def test_vector_add_for_nvidia(tmp_path, arch):
     result = run_cli("--op", "vector_add", "--dtype", "float32", "--target", f"cuda:{arch}",
                      "--emit", "bin", "--out", str(tmp_path))
@@ -177,7 +177,7 @@ def test_the_help_lists_the_librarys_own_knobs_and_targets():
     for arch in AMD:
         assert arch in cli.TARGETS_HELP
         torch.ops.tile_runtime.default_config("matmul", f"hip:{arch}", "f16")
-    for arch in ("sm_80", "sm_90"):
+    for arch in ("sm_80", "sm_90", "sm_90a"):
         assert arch in cli.TARGETS_HELP
         torch.ops.tile_runtime.default_config("matmul", f"cuda:{arch}", "f16")
 

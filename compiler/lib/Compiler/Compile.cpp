@@ -119,7 +119,7 @@ void compileForGpu(mlir::ModuleOp module, const Target &target, const CompileOpt
   std::optional<GpuArch> arch = lookupGpuArch(target.arch);
   if (!arch || arch->amd != (target.kind == TargetKind::Hip))
     throw CompileError("no GPU arch " + target.str() + "; supported: hip:gfx90a, hip:gfx942, "
-                       "hip:gfx950, hip:gfx1100, hip:gfx1201, cuda:sm_80, cuda:sm_90");
+                       "hip:gfx950, hip:gfx1100, hip:gfx1201, cuda:sm_80, cuda:sm_90, cuda:sm_90a");
   binary.blockThreads = options.numWarps * arch->waveSize;
   if (options.numWarps < 1 || binary.blockThreads > 1024)
     throw CompileError("num_warps=" + std::to_string(options.numWarps) + " gives " +

@@ -119,7 +119,7 @@ void ::tile::buildCpuToLLVMPipeline(OpPassManager &pm) {
 
 namespace {
 struct GpuPipelineOptions : PassPipelineOptions<GpuPipelineOptions> {
-  Option<std::string> chipset{*this, "chipset", llvm::cl::desc("gfx90a, gfx942, gfx950, gfx1100, gfx1201, sm_80, sm_90"),
+  Option<std::string> chipset{*this, "chipset", llvm::cl::desc("gfx90a, gfx942, gfx950, gfx1100, gfx1201, sm_80, sm_90, sm_90a"),
                               llvm::cl::init("gfx942")};
   Option<int64_t> numWarps{*this, "num-warps", llvm::cl::desc("waves per workgroup"),
                            llvm::cl::init(4)};

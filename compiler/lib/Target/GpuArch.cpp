@@ -56,7 +56,11 @@ const std::vector<GpuArch> &supportedGpuArchs() {
         // The most shared memory one block may opt in to (the CUDA programming guide's
         // compute capability table): 163 KiB on sm_80, 227 KiB on sm_90.
         nvidia("sm_80", 163 * 1024, MatrixUnit::MmaSync, "+ptx70"),
-        nvidia("sm_90", 227 * 1024, MatrixUnit::Wgmma, "+ptx80"),
+        // sm_90 keeps to the instructions every later arch has (mma.sync); Hopper's
+        // warpgroup MMA exists only in the arch-specific sm_90a, which the runtime picks
+        // on a compute capability 9.0 device.
+        nvidia("sm_90", 227 * 1024, MatrixUnit::MmaSync, "+ptx80"),
+        nvidia("sm_90a", 227 * 1024, MatrixUnit::Wgmma, "+ptx80"),
     };
   }();
   return archs;

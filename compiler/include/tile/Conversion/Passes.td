@@ -39,7 +39,7 @@ def ConvertTileToGPU : Pass<"convert-tile-to-gpu", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"chipset", "chipset", "std::string", /*default=*/"\"gfx942\"",
-           "GPU arch the kernel is compiled for (gfx90a, gfx942, gfx950, gfx1100, gfx1201, sm_80, sm_90)">,
+           "GPU arch the kernel is compiled for (gfx90a, gfx942, gfx950, gfx1100, gfx1201, sm_80, sm_90, sm_90a)">,
     Option<"numWarps", "num-warps", "int64_t", /*default=*/"4",
            "waves (warps) per workgroup">,
     Option<"matrixInstrNonKDim", "matrix-instr-nonkdim", "int64_t", /*default=*/"16",

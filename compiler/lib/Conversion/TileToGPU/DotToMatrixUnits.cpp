@@ -224,10 +224,11 @@ OperandPlan planOperand(const StagedOperand &operand, RankedTensorType type, uns
 }
 
 /// The shared array of a staged operand: a module-level global in address space 3, or,
-/// where shared memory is sized at launch, the next 16-byte aligned piece of the one
-/// dynamic shared array, whose size the function's kDynamicSharedBytesAttrName records.
+/// where shared memory is sized at launch, the next `alignment`-byte aligned piece of the
+/// one dynamic shared array, whose size the function's kDynamicSharedBytesAttrName
+/// records.
 Value sharedBuffer(ConversionPatternRewriter &rewriter, Operation *op, const ::tile::GpuArch &arch,
-                   Type element, int64_t count, StringRef name) {
+                   Type element, int64_t count, StringRef name, int64_t alignment) {
   auto module = op->getParentOfType<gpu::GPUModuleOp>();
   Location loc = op->getLoc();
   auto sharedPtrType = LLVM::LLVMPointerType::get(rewriter.getContext(), kSharedAddressSpace);
@@ -238,13 +239,13 @@ Value sharedBuffer(ConversionPatternRewriter &rewriter, Operation *op, const ::t
       rewriter.setInsertionPointToStart(module.getBody());
       LLVM::GlobalOp::create(rewriter, loc, LLVM::LLVMArrayType::get(rewriter.getI8Type(), 0),
                              /*isConstant=*/false, LLVM::Linkage::External, symbol, Attribute(),
-                             /*alignment=*/16, kSharedAddressSpace);
+                             alignment, kSharedAddressSpace);
     }
     auto func = op->getParentOfType<gpu::GPUFuncOp>();
     int64_t used = 0;
     if (auto attr = func->getAttrOfType<IntegerAttr>(kDynamicSharedBytesAttrName))
       used = attr.getInt();
-    int64_t offset = (used + 15) / 16 * 16;
+    int64_t offset = (used + alignment - 1) / alignment * alignment;
     int64_t bytes = count * elementBytes(element);
     rewriter.modifyOpInPlace(func, [&] {
       func->setAttr(kDynamicSharedBytesAttrName, rewriter.getI64IntegerAttr(offset + bytes));
@@ -261,7 +262,7 @@ Value sharedBuffer(ConversionPatternRewriter &rewriter, Operation *op, const ::t
     OpBuilder::InsertionGuard guard(rewriter);
     rewriter.setInsertionPointToStart(module.getBody());
     LLVM::GlobalOp::create(rewriter, op->getLoc(), arrayType, /*isConstant=*/false,
-                           LLVM::Linkage::Internal, symbol, Attribute(), /*alignment=*/16,
+                           LLVM::Linkage::Internal, symbol, Attribute(), alignment,
                            kSharedAddressSpace);
   }
   return LLVM::AddressOfOp::create(
@@ -678,6 +679,31 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
     return success();
   }
 
+  /// The K loop of warpgroup MMAs over the same ring: every iteration waits for its own
+  /// tile's copies, fences them for the MMA's asynchronous reads and meets the other
+  /// warps at a barrier, issues tile k's MMAs, then waits until only those are in
+  /// flight, which frees the buffer that tile k - 1 was read from for the copies of tile
+  /// k + S - 1 (after a second barrier where several warpgroups share the buffers). The
+  /// last group is waited for after the loop (waitAfterWarpgroupLoops).
+  LogicalResult pipelineWarpgroups(ConversionPatternRewriter &rewriter, DotOp op,
+                                   function_ref<Value(Value slot)> compute, Value slot,
+                                   function_ref<void(OpBuilder &, Location)> copyNext) const {
+    Location loc = op.getLoc();
+    LLVM::CallIntrinsicOp::create(rewriter, loc, rewriter.getStringAttr("llvm.nvvm.cp.async.wait.group"),
+                                  ValueRange{i32Constant(rewriter, loc, dist.numStages - 2)});
+    fenceSharedForAsyncReads(rewriter, loc);
+    gpu::BarrierOp::create(rewriter, loc);
+    Value result = compute(slot);
+    waitForWarpgroups(rewriter, loc, 1, Value());
+    op->getPrevNode()->setAttr(kWarpgroupPendingAttr, rewriter.getUnitAttr());
+    if (dist.numWarps > 4)
+      gpu::BarrierOp::create(rewriter, loc);
+    copyAndCommit(rewriter, loc, copyNext);
+    result.getDefiningOp()->setAttr(kWarpgroupAccumulatorAttr, rewriter.getUnitAttr());
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+
   Value fragmentsAndMultiply(ConversionPatternRewriter &rewriter, Location loc, const MatrixLayout &layout,
                              const MatrixInstruction &mi, Value acc, const OperandPlan &pa, const OperandPlan &pb,
                              Value bufA, Value bufB, Value slotA, Value slotB, Type input,
@@ -711,7 +737,9 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
                               << " waves of " << layout.tile.tileM << "x" << layout.tile.tileN
                               << " tiles on " << dist.arch.name
                               << "; use BLOCK_M, BLOCK_N that give each wave whole tiles";
-  auto instruction = matrixInstructionFor(layout.tile, input, dist.arch, dist.kpack, dist.allowTf32);
+  bool warpgroup = dist.warpgroupMma;
+  auto instruction = warpgroup ? std::nullopt
+                               : matrixInstructionFor(layout.tile, input, dist.arch, dist.kpack, dist.allowTf32);
   if (dist.kpack != 1 && (!instruction || dist.arch.matrixUnit != ::tile::MatrixUnit::Mfma))
     return op.emitError("kpack=") << dist.kpack << " packs the k of several MFMA instructions; "
                                   << dist.arch.name << " with " << input << " inputs takes kpack=1";
@@ -725,6 +753,9 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
   const MatrixInstruction *mi = instruction ? &*instruction : nullptr;
   OperandPlan pa = planOperand(*a, aType, 1, dist, mi, bytes);
   OperandPlan pb = planOperand(*b, bType, 0, dist, mi, bytes);
+  if (warpgroup)
+    for (OperandPlan *p : {&pa, &pb})
+      p->shared = warpgroupSharedLayout(p->shared.outer, p->shared.inner, bytes);
 
   const PipelinedLoop *plan = nullptr;
   if (dist.pipelines)
@@ -744,8 +775,11 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
   Operation *loopOp = op->getParentOp();
   if (plan)
     rewriter.setInsertionPoint(loopOp);
-  Value bufA = sharedBuffer(rewriter, op, dist.arch, input, buffers * m * k, "__tile_lds_a");
-  Value bufB = sharedBuffer(rewriter, op, dist.arch, input, buffers * k * n, "__tile_lds_b");
+  // The warpgroup MMA's swizzle repeats every 8 rows of 128 bytes, which it applies to
+  // the absolute shared address: its tiles start at multiples of 1024 bytes.
+  int64_t alignment = warpgroup ? 1024 : 16;
+  Value bufA = sharedBuffer(rewriter, op, dist.arch, input, buffers * m * k, "__tile_lds_a", alignment);
+  Value bufB = sharedBuffer(rewriter, op, dist.arch, input, buffers * k * n, "__tile_lds_b", alignment);
 
   // The operand views where `shift` maps the scalars (null: this iteration).
   auto viewOf = [&](const StagedOperand &operand, const OperandPlan &p,
@@ -785,6 +819,9 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
     Value slotA = arith::MulIOp::create(rewriter, loc, slot, i32Constant(rewriter, loc, m * k));
     Value slotB = arith::MulIOp::create(rewriter, loc, slot, i32Constant(rewriter, loc, k * n));
     Value acc = adaptor.getAcc();
+    if (warpgroup)
+      return warpgroupMultiply(rewriter, loc, dist, layout, WarpgroupOperand{bufA, slotA, pa.shared, pa.kContiguous(), bytes},
+                               WarpgroupOperand{bufB, slotB, pb.shared, pb.kContiguous(), bytes}, k, input, acc);
     return mi ? fragmentsAndMultiply(rewriter, loc, layout, *mi, acc, pa, pb, bufA, bufB, slotA, slotB, input,
                                      async)
               : onFmas(rewriter, loc, layout, acc, pa, pb, bufA, bufB, slotA, slotB, input);
@@ -797,8 +834,13 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
     gpu::BarrierOp::create(rewriter, loc);
     storeRuns(rewriter, loc, pa, ra.zeroed(rewriter, loc), bufA, zero, input);
     storeRuns(rewriter, loc, pb, rb.zeroed(rewriter, loc), bufB, zero, input);
+    if (warpgroup)
+      fenceSharedForAsyncReads(rewriter, loc);
     gpu::BarrierOp::create(rewriter, loc);
-    rewriter.replaceOp(op, compute(zero));
+    Value result = compute(zero);
+    if (warpgroup)
+      result = waitForWarpgroups(rewriter, loc, 0, result);
+    rewriter.replaceOp(op, result);
     return success();
   }
 
@@ -813,11 +855,16 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
       });
     }
     rewriter.setInsertionPoint(op);
-    return pipelineAsync(rewriter, op, *plan, compute, [&](OpBuilder &builder, Location loc, int64_t distance) {
+    auto copyTiles = [&](OpBuilder &builder, Location loc, int64_t distance) {
       Value inRange = rewriter.getRemappedValue(plan->inRange[distance]);
       copyRuns(builder, loc, pa, viewAt(*a, pa, distance), input, bufA, plan->slot[distance], inRange);
       copyRuns(builder, loc, pb, viewAt(*b, pb, distance), input, bufB, plan->slot[distance], inRange);
-    });
+    };
+    if (warpgroup)
+      return pipelineWarpgroups(rewriter, op, compute, plan->slot[0], [&](OpBuilder &builder, Location loc) {
+        copyTiles(builder, loc, stages - 1);
+      });
+    return pipelineAsync(rewriter, op, *plan, compute, copyTiles);
   }
 
   // Before the loop: tiles 0 .. S - 2 into the stages they go to (zeros for iterations

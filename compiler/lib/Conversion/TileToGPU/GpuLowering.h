@@ -85,6 +85,11 @@ AccumulatorTile accumulatorTileFor(const ::tile::GpuArch &arch, int64_t nonKDim)
 struct MatrixLayout {
   int64_t rows = 0, cols = 0;
   int64_t warpsM = 1, warpsN = 1, repM = 0, repN = 0;
+  /// Waves whose rows interleave: groups of this many consecutive waves along M share
+  /// instruction tiles of interleaveM * tileM rows, wave w of a group taking rows
+  /// w * tileM .. of each (Hopper's warpgroup MMA: 4 warps, 64-row tiles). 1: each wave
+  /// owns a contiguous band of rows.
+  int64_t interleaveM = 1;
   AccumulatorTile tile;
   bool fits = false; ///< whether the block divides into whole tiles per wave
   int64_t perThread() const { return fits ? repM * repN * tile.perLane : 1; }
@@ -133,6 +138,9 @@ struct Distribution {
   bool allowTf32 = false;
   int64_t threads = 0;
   int64_t accessElements = 1;
+  /// Every dot of the kernel runs on Hopper's warpgroup MMA (wgmma), which sets the
+  /// accumulator layout of all its 2-D blocks (see warpgroupMmaFits).
+  bool warpgroupMma = false;
   Value threadId; // i32, at the top of the kernel
   const PipelinePlans *pipelines = nullptr;
   Divisibility divisibility; ///< what the kernel's arguments promise
@@ -180,6 +188,11 @@ std::optional<MatrixInstruction> matrixInstructionFor(const AccumulatorTile &til
 struct SharedLayout {
   int64_t outer = 0, inner = 0;
   int64_t vec = 1, perPhase = 1, maxPhase = 1;
+  /// Where set (and below inner), the inner dimension is cut into chunks of this many
+  /// elements, each stored as an [outer][chunk] array of its own, one after another:
+  /// the swizzle atoms of Hopper's warpgroup MMA are rows of at most 128 bytes.
+  int64_t chunk = 0;
+  bool chunked() const { return chunk > 0 && chunk < inner; }
   /// The element offset (i32) of (outerIndex, innerIndex), both i32.
   Value offset(OpBuilder &b, Location loc, Value outerIndex, Value innerIndex) const;
   /// offset(outerBase + step, innerIndex) for an outerBase known to be a multiple of
@@ -209,6 +222,10 @@ struct WaveCoordinates {
 WaveCoordinates waveCoordinates(OpBuilder &b, Location loc, const Distribution &dist,
                                 const MatrixLayout &layout);
 
+/// The first row of wave row waveM's share of `layout` (i32): its band, plus its slice
+/// of each instruction tile where waves interleave.
+Value waveRowBase(OpBuilder &b, Location loc, const MatrixLayout &layout, Value waveM);
+
 /// A 2-D block a dot reads from memory (the load that made it is not lowered itself).
 struct StagedOperand {
   AffineLanes lanes;
@@ -229,6 +246,54 @@ void populateMatrixPatterns(const TypeConverter &converter, RewritePatternSet &p
 
 /// True when `load` only feeds dots that stage its memory themselves.
 bool isStagedByDots(LoadOp load);
+
+/// Whether `dot` can run on the warpgroup MMA of `arch` with `numWarps` warps: 16-bit
+/// float inputs and an f32 accumulator, whole warpgroups each taking a multiple of 64
+/// rows, N a multiple of 8 up to 256 (one instruction spans the block's columns), K a
+/// multiple of 16, and shared-memory rows that form the instruction's swizzle atoms.
+bool warpgroupMmaFits(DotOp dot, const ::tile::GpuArch &arch, int64_t numWarps);
+
+/// The shared layout a warpgroup MMA reads an [outer][inner] operand tile in: rows cut
+/// into chunks of up to 128 bytes, each chunk swizzled as the instruction's 128-, 64- or
+/// 32-byte swizzle mode expects (16-byte units XORed with the row's phase).
+SharedLayout warpgroupSharedLayout(int64_t outer, int64_t inner, int64_t elementBytes);
+
+/// The operand of a warpgroup MMA in shared memory: one stage of a ring of buffers,
+/// [outer][inner] in warpgroupSharedLayout, with k along `kInner` (K-major) or along
+/// the outer dimension (M- or N-major, the instruction's transposed form).
+struct WarpgroupOperand {
+  Value buffer;  ///< the ring's first element (shared address space)
+  Value slotBase; ///< i32 element offset of this stage
+  SharedLayout shared;
+  bool kInner = true;
+  int64_t elementBytes = 2;
+};
+
+/// wgmma.mma_async over one staged tile: for each 16-deep k step and each 64-row tile
+/// of the warpgroup, one m64nNk16 instruction reading a and b through shared-memory
+/// descriptors, accumulating into its slice of `acc` (the interleaved MmaM16N8
+/// layout). Fenced before, committed after; the caller waits.
+Value warpgroupMultiply(OpBuilder &b, Location loc, const Distribution &dist, const MatrixLayout &layout,
+                        const WarpgroupOperand &a, const WarpgroupOperand &bOperand, int64_t k,
+                        Type input, Value acc);
+
+/// wgmma.wait_group `pending`: the accumulator `acc` passes through it, so that nothing
+/// reads the registers of an MMA in flight (null `acc`: no values tied).
+Value waitForWarpgroups(OpBuilder &b, Location loc, int64_t pending, Value acc);
+
+/// fence.proxy.async.shared::cta: this thread's ordinary writes to shared memory (stores
+/// and cp.async) become visible to the MMA's asynchronous reads after the next barrier.
+void fenceSharedForAsyncReads(OpBuilder &b, Location loc);
+
+/// Marks the in-loop wait that leaves the last MMA group in flight, and the accumulator
+/// the loop carries, for waitAfterWarpgroupLoops.
+constexpr llvm::StringLiteral kWarpgroupPendingAttr = "tile.wgmma_pending";
+constexpr llvm::StringLiteral kWarpgroupAccumulatorAttr = "tile.wgmma_accumulator";
+
+/// After every K loop whose MMAs stay in flight across iterations, waits for the last
+/// group before the accumulator is read (the loop's result passes through the wait).
+/// Removes the marks.
+void waitAfterWarpgroupLoops(Operation *root);
 
 } // namespace mlir::tile::gpu_lowering
 

@@ -54,6 +54,17 @@ MatrixLayout Distribution::matrixOf(Type tensorType) const {
   layout.cols = type.getDimSize(1);
   layout.tile = accumulatorTileFor(arch, nonKDim);
   int64_t tileM = layout.tile.tileM, tileN = layout.tile.tileN;
+  if (warpgroupMma) {
+    // Each warpgroup takes a band of rows in m64 instruction tiles across all columns;
+    // its 4 warps take 16-row slices of each tile, in the mma.sync m16n8 accumulator
+    // layout that wgmma's registers follow.
+    layout.warpsM = numWarps;
+    layout.interleaveM = 4;
+    layout.fits = numWarps % 4 == 0 && layout.rows % (tileM * numWarps) == 0 && layout.cols % tileN == 0;
+    layout.repM = layout.rows / (tileM * numWarps);
+    layout.repN = layout.cols / tileN;
+    return layout;
+  }
   // Split the waves over M first while each keeps whole tiles, then over N.
   while (layout.warpsM * layout.warpsN < numWarps) {
     bool mHasRoom = layout.rows / (layout.warpsM * 2) >= tileM;
@@ -111,6 +122,19 @@ std::pair<Value, Value> AccumulatorTile::coordinates(OpBuilder &b, Location loc,
   return {};
 }
 
+Value mlir::tile::gpu_lowering::waveRowBase(OpBuilder &b, Location loc, const MatrixLayout &layout,
+                                            Value waveM) {
+  int64_t group = layout.interleaveM;
+  auto c = [&](int64_t v) { return i32Constant(b, loc, v); };
+  if (group == 1)
+    return arith::MulIOp::create(b, loc, waveM, c(layout.rows / layout.warpsM));
+  Value band = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, waveM, c(group)),
+                                     c(layout.rows / (layout.warpsM / group)));
+  Value slice = arith::MulIOp::create(b, loc, arith::RemUIOp::create(b, loc, waveM, c(group)),
+                                      c(layout.tile.tileM));
+  return arith::AddIOp::create(b, loc, band, slice);
+}
+
 std::pair<Value, Value> mlir::tile::gpu_lowering::matrixCoordinates(OpBuilder &b, Location loc,
                                                                    const Distribution &dist,
                                                                    const MatrixLayout &layout,
@@ -119,8 +143,8 @@ std::pair<Value, Value> mlir::tile::gpu_lowering::matrixCoordinates(OpBuilder &b
   int64_t tile = index / layout.tile.perLane, j = index % layout.tile.perLane;
   int64_t rm = tile / layout.repN, rn = tile % layout.repN;
   auto [inRow, inCol] = layout.tile.coordinates(b, loc, w.lane, j);
-  Value row = arith::MulIOp::create(b, loc, w.waveM, i32Constant(b, loc, layout.rows / layout.warpsM));
-  row = arith::AddIOp::create(b, loc, row, i32Constant(b, loc, rm * layout.tile.tileM));
+  Value row = waveRowBase(b, loc, layout, w.waveM);
+  row = arith::AddIOp::create(b, loc, row, i32Constant(b, loc, rm * layout.tile.tileM * layout.interleaveM));
   row = arith::AddIOp::create(b, loc, row, inRow);
   Value col = arith::MulIOp::create(b, loc, w.waveN, i32Constant(b, loc, layout.cols / layout.warpsN));
   col = arith::AddIOp::create(b, loc, col, i32Constant(b, loc, rn * layout.tile.tileN));

@@ -24,15 +24,34 @@ SharedLayout mlir::tile::gpu_lowering::swizzledLayout(int64_t outer, int64_t inn
   return layout;
 }
 
+SharedLayout mlir::tile::gpu_lowering::warpgroupSharedLayout(int64_t outer, int64_t inner,
+                                                             int64_t elementBytes) {
+  int64_t chunk = std::min<int64_t>(inner, 128 / elementBytes);
+  // A row of `chunk` elements is one swizzle atom row (32, 64 or 128 bytes); 16-byte
+  // reads of 128 bytes at a time give the XOR pattern of the matching swizzle mode.
+  SharedLayout layout = swizzledLayout(outer, chunk, elementBytes, 16);
+  layout.inner = inner;
+  layout.chunk = chunk;
+  return layout;
+}
+
 Value SharedLayout::offset(OpBuilder &b, Location loc, Value outerIndex, Value innerIndex) const {
   auto c = [&](int64_t v) { return i32Constant(b, loc, v); };
-  Value unit = arith::DivUIOp::create(b, loc, innerIndex, c(vec));
+  int64_t rowLength = chunked() ? chunk : inner;
+  Value within = chunked() ? arith::RemUIOp::create(b, loc, innerIndex, c(chunk)).getResult() : innerIndex;
+  Value unit = arith::DivUIOp::create(b, loc, within, c(vec));
   if (maxPhase > 1) {
     Value phase = arith::RemUIOp::create(
         b, loc, arith::DivUIOp::create(b, loc, outerIndex, c(perPhase)), c(maxPhase));
     unit = arith::XOrIOp::create(b, loc, unit, phase);
   }
-  return place(b, loc, arith::MulIOp::create(b, loc, outerIndex, c(inner)), unit, innerIndex);
+  Value rowStart = arith::MulIOp::create(b, loc, outerIndex, c(rowLength));
+  if (chunked()) {
+    Value chunkStart = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, innerIndex, c(chunk)),
+                                             c(outer * chunk));
+    rowStart = arith::AddIOp::create(b, loc, chunkStart, rowStart);
+  }
+  return place(b, loc, rowStart, unit, innerIndex);
 }
 
 Value SharedLayout::place(OpBuilder &b, Location loc, Value rowStart, Value unit,
@@ -46,7 +65,7 @@ Value SharedLayout::place(OpBuilder &b, Location loc, Value rowStart, Value unit
 Value SharedLayout::offsetFrom(OpBuilder &b, Location loc, Value outerBase, int64_t multiple,
                                int64_t step, Value innerIndex) const {
   auto c = [&](int64_t v) { return i32Constant(b, loc, v); };
-  if (maxPhase == 1 || multiple % perPhase != 0)
+  if (maxPhase == 1 || multiple % perPhase != 0 || chunked())
     return offset(b, loc, arith::AddIOp::create(b, loc, outerBase, c(step)), innerIndex);
   // outerBase / perPhase is a multiple of multiple / perPhase, which step / perPhase is
   // below: their sum's bits are disjoint, so its phase is the XOR of their phases.

@@ -649,6 +649,12 @@ struct ConvertTileToGPUPass : mlir::tile::impl::ConvertTileToGPUBase<ConvertTile
       if (failed(checkDistributable(kernel, dist)))
         return signalPassFailure();
       dist.accessElements = accessElementsOf(kernel);
+      bool anyDot = false, allOnWarpgroups = true;
+      kernel.walk([&](DotOp dot) {
+        anyDot = true;
+        allOnWarpgroups = allOnWarpgroups && warpgroupMmaFits(dot, *arch, numWarps);
+      });
+      dist.warpgroupMma = anyDot && allOnWarpgroups;
       dist.divisibility = Divisibility(kernel);
       dist.pointerRanges = PointerRanges(kernel);
 
@@ -688,6 +694,7 @@ struct ConvertTileToGPUPass : mlir::tile::impl::ConvertTileToGPUBase<ConvertTile
       if (failed(applyPartialConversion(func, target, std::move(patterns))))
         return signalPassFailure();
       prefetchFirstFragments(func);
+      waitAfterWarpgroupLoops(func);
     }
   }
 };
