@@ -34,8 +34,13 @@ from common import cuda_interleaved_times, write_results
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
           "int8": torch.int8}
 SHAPES = [(2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192)]
-# mma.sync-class tiles as Triton's NVIDIA tutorial and CUTLASS's Ampere kernels pick them.
+# mma.sync-class tiles as Triton's NVIDIA tutorial and CUTLASS's Ampere kernels pick them,
+# and the BLOCK_K 64 tiles of Hopper's warpgroup MMA (whose 128-byte swizzle atoms are 64
+# 16-bit elements of k).
 CONFIGS = [
+    {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 8, "num_stages": 4},
+    {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 4, "num_stages": 4},
+    {"BLOCK_M": 256, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 8, "num_stages": 3},
     {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "num_warps": 8, "num_stages": 3},
     {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "num_warps": 4, "num_stages": 4},
     {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 8, "num_stages": 3},

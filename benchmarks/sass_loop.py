@@ -5,7 +5,8 @@ Triton's) can be compared instruction by instruction.
     python3 benchmarks/sass_loop.py KERNEL.cubin [MORE.cubin ...]   # needs nvdisasm
     python3 benchmarks/sass_loop.py --sass KERNEL.sass              # nvdisasm's text
 
-The main loop is the backward branch whose body holds the most HMMA (matrix) instructions;
+The main loop is the backward branch whose body holds the most matrix instructions (HMMA,
+or Hopper's warpgroup HGMMA);
 nested loops are counted inside it. Prints, per kernel: registers (from the cubin's
 EIATTR_REGCOUNT when nvdisasm reports it), the loop's length and a histogram of opcodes
 (the mnemonic before the first '.', so HMMA.16816.F32 counts as HMMA).
@@ -42,7 +43,7 @@ def parse(text: str):
 
 
 def main_loop(rows):
-    """(histogram, instruction count) of the backward-branch body with the most HMMA."""
+    """(histogram, instruction count) of the backward-branch body with the most HMMA/HGMMA."""
     where = {label: i for i, (label, _, _) in enumerate(rows) if label}
     best = None
     for i, (_, opcode, line) in enumerate(rows):
@@ -53,7 +54,7 @@ def main_loop(rows):
         if name not in where or where[name] >= i:
             continue
         body = [op for _, op, _ in rows[where[name]:i + 1] if op]
-        hmma = sum(op == "HMMA" for op in body)
+        hmma = sum(op in ("HMMA", "HGMMA") for op in body)
         if best is None or hmma > best[0]:
             best = (hmma, body)
     if best is None:

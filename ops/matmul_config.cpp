@@ -43,10 +43,27 @@ std::map<std::string, int64_t> gpuConfig(const Target &target, int64_t m, int64_
   // cuBLAS, against 0.30-0.31 for eight warps at three stages). int8's larger fragments
   // spill at four warps (ptxas), and f32 multiplies with FMAs, whose 128 x 128
   // accumulator needs eight; BLOCK_K 16 keeps f32's ring small.
-  bool fourWarpsOnNvidia = nvidia && large && (inputDtype == "f16" || inputDtype == "bf16");
+  bool sixteenBit = inputDtype == "f16" || inputDtype == "bf16";
+  bool fourWarpsOnNvidia = nvidia && large && sixteenBit;
   int64_t blockK = hip ? 32 : wide ? (nvidia ? 16 : 32) : large ? 32 : 64;
   if (nvidia && inputDtype == "i8")
     blockK = 64; // one m16n8k32 pair per fragment load
+  std::optional<GpuArch> arch = lookupGpuArch(target.arch);
+  if (arch && arch->matrixUnit == MatrixUnit::Wgmma && sixteenBit) {
+    // Hopper's warpgroup MMA: 128 x 256 x 64 over two warpgroups (m64n256k16 each,
+    // 128-byte swizzle atoms) with a four-deep cp.async ring (192 KiB) led the H100
+    // sweep of benchmarks/bench_matmul_configs.py at 4096^3 and 8192^3 (0.84-0.90x
+    // cuBLAS, against 0.74-0.84 for 128 x 128 x 64 over one warpgroup).
+    return {{"BLOCK_M", large ? 128 : 64},
+            {"BLOCK_N", large ? 256 : 64},
+            {"BLOCK_K", 64},
+            {"GROUP_M", 8},
+            {"num_warps", large ? 8 : 4},
+            {"num_stages", 4},
+            {"waves_per_eu", 0},
+            {"matrix_instr_nonkdim", 16},
+            {"kpack", 1}};
+  }
   return {{"BLOCK_M", large ? 128 : 64},
           {"BLOCK_N", large ? 128 : 64},
           {"BLOCK_K", blockK},

@@ -685,13 +685,20 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
   /// flight, which frees the buffer that tile k - 1 was read from for the copies of tile
   /// k + S - 1 (after a second barrier where several warpgroups share the buffers). The
   /// last group is waited for after the loop (waitAfterWarpgroupLoops).
+  ///
+  /// Tiles that only asynchronous copies write need no proxy fence (as in Triton's
+  /// pipeliner): the fence (MEMBAR.ALL.CTA) would also wait for the copies of the tiles
+  /// still in flight, undoing the pipeline. A view that may take the register path
+  /// (`storesThroughRegisters`) writes with ordinary stores, which the fence orders.
   LogicalResult pipelineWarpgroups(ConversionPatternRewriter &rewriter, DotOp op,
                                    function_ref<Value(Value slot)> compute, Value slot,
+                                   bool storesThroughRegisters,
                                    function_ref<void(OpBuilder &, Location)> copyNext) const {
     Location loc = op.getLoc();
     LLVM::CallIntrinsicOp::create(rewriter, loc, rewriter.getStringAttr("llvm.nvvm.cp.async.wait.group"),
                                   ValueRange{i32Constant(rewriter, loc, dist.numStages - 2)});
-    fenceSharedForAsyncReads(rewriter, loc);
+    if (storesThroughRegisters)
+      fenceSharedForAsyncReads(rewriter, loc);
     gpu::BarrierOp::create(rewriter, loc);
     Value result = compute(slot);
     waitForWarpgroups(rewriter, loc, 1, Value());
@@ -861,7 +868,8 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
       copyRuns(builder, loc, pb, viewAt(*b, pb, distance), input, bufB, plan->slot[distance], inRange);
     };
     if (warpgroup)
-      return pipelineWarpgroups(rewriter, op, compute, plan->slot[0], [&](OpBuilder &builder, Location loc) {
+      return pipelineWarpgroups(rewriter, op, compute, plan->slot[0], !pa.aligned16 || !pb.aligned16,
+                                [&](OpBuilder &builder, Location loc) {
         copyTiles(builder, loc, stages - 1);
       });
     return pipelineAsync(rewriter, op, *plan, compute, copyTiles);
