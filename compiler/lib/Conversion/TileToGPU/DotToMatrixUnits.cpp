@@ -233,14 +233,7 @@ Value sharedBuffer(ConversionPatternRewriter &rewriter, Operation *op, const ::t
   Location loc = op->getLoc();
   auto sharedPtrType = LLVM::LLVMPointerType::get(rewriter.getContext(), kSharedAddressSpace);
   if (arch.dynamicShared) {
-    constexpr StringLiteral symbol = "__tile_dynamic_shared";
-    if (!module.lookupSymbol(symbol)) {
-      OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPointToStart(module.getBody());
-      LLVM::GlobalOp::create(rewriter, loc, LLVM::LLVMArrayType::get(rewriter.getI8Type(), 0),
-                             /*isConstant=*/false, LLVM::Linkage::External, symbol, Attribute(),
-                             alignment, kSharedAddressSpace);
-    }
+    Value base = dynamicSharedArray(rewriter, op, alignment);
     auto func = op->getParentOfType<gpu::GPUFuncOp>();
     int64_t used = 0;
     if (auto attr = func->getAttrOfType<IntegerAttr>(kDynamicSharedBytesAttrName))
@@ -250,7 +243,6 @@ Value sharedBuffer(ConversionPatternRewriter &rewriter, Operation *op, const ::t
     rewriter.modifyOpInPlace(func, [&] {
       func->setAttr(kDynamicSharedBytesAttrName, rewriter.getI64IntegerAttr(offset + bytes));
     });
-    Value base = LLVM::AddressOfOp::create(rewriter, loc, sharedPtrType, symbol);
     return LLVM::GEPOp::create(rewriter, loc, sharedPtrType, rewriter.getI8Type(), base,
                                ArrayRef<LLVM::GEPArg>{int32_t(offset)});
   }

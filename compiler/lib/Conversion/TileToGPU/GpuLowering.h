@@ -212,6 +212,21 @@ struct SharedLayout {
 SharedLayout swizzledLayout(int64_t outer, int64_t inner, int64_t elementBytes,
                             int64_t accessBytes);
 
+/// The start of the kernel's one dynamically sized shared array (NVIDIA), aligned to at
+/// least `alignment` bytes.
+Value dynamicSharedArray(OpBuilder &b, Operation *op, int64_t alignment);
+
+/// Records on the function the bytes that a 2-D store stages at the start of the dynamic
+/// shared array (after the K loop, over the buffers it used); the pass folds it into
+/// kDynamicSharedBytesAttrName.
+constexpr llvm::StringLiteral kEpilogueSharedBytesAttr = "tile.epilogue_shared_bytes";
+
+/// The store of a 2-D block in the m16n8 accumulator layout (mma.sync, wgmma), whose
+/// lanes hold pairs of columns: through shared memory, so that each lane stores whole
+/// 16-byte rows pieces. Only where the destination is proven 16-byte aligned with unit
+/// column stride and whole 16-byte pieces in or out of bounds; false otherwise.
+bool storeThroughShared(StoreOp op, Value value, ConversionPatternRewriter &rewriter, const Distribution &dist);
+
 /// The i32 constant `value`.
 Value i32Constant(OpBuilder &b, Location loc, int64_t value);
 

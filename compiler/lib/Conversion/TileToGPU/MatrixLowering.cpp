@@ -82,6 +82,24 @@ MatrixLayout Distribution::matrixOf(Type tensorType) const {
   return layout;
 }
 
+Value mlir::tile::gpu_lowering::dynamicSharedArray(OpBuilder &b, Operation *op, int64_t alignment) {
+  constexpr StringLiteral symbol = "__tile_dynamic_shared";
+  auto module = op->getParentOfType<gpu::GPUModuleOp>();
+  Location loc = op->getLoc();
+  auto global = module.lookupSymbol<LLVM::GlobalOp>(symbol);
+  if (!global) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    global = LLVM::GlobalOp::create(b, loc, LLVM::LLVMArrayType::get(b.getI8Type(), 0),
+                                    /*isConstant=*/false, LLVM::Linkage::External, symbol, Attribute(),
+                                    alignment, kSharedAddressSpace);
+  } else if (global.getAlignment().value_or(1) < uint64_t(alignment)) {
+    global.setAlignment(alignment);
+  }
+  return LLVM::AddressOfOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext(), kSharedAddressSpace),
+                                   symbol);
+}
+
 Value mlir::tile::gpu_lowering::i32Constant(OpBuilder &b, Location loc, int64_t value) {
   return arith::ConstantIntOp::create(b, loc, b.getI32Type(), value);
 }

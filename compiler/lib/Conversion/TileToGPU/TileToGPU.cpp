@@ -362,7 +362,7 @@ struct StoreLowering : DistributedPattern<StoreOp> {
       return success();
     }
     Type element = vectorType.getElementType();
-    if (storeRowRuns(op, adaptor, rewriter)) {
+    if (storeThroughShared(op, value, rewriter, dist) || storeRowRuns(op, adaptor, rewriter)) {
       rewriter.eraseOp(op);
       return success();
     }
@@ -695,6 +695,14 @@ struct ConvertTileToGPUPass : mlir::tile::impl::ConvertTileToGPUBase<ConvertTile
         return signalPassFailure();
       prefetchFirstFragments(func);
       waitAfterWarpgroupLoops(func);
+      // The epilogue's staging area overlays the K loop's buffers from the array's start.
+      if (auto staged = func->getAttrOfType<IntegerAttr>(kEpilogueSharedBytesAttr)) {
+        int64_t bytes = staged.getInt();
+        if (auto used = func->getAttrOfType<IntegerAttr>(kDynamicSharedBytesAttrName))
+          bytes = std::max(bytes, used.getInt());
+        func->setAttr(kDynamicSharedBytesAttrName, builder.getI64IntegerAttr(bytes));
+        func->removeAttr(kEpilogueSharedBytesAttr);
+      }
     }
   }
 };

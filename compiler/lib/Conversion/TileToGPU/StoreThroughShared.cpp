@@ -1,0 +1,110 @@
+// The epilogue store of NVIDIA's m16n8 accumulator layout through shared memory. A lane
+// of mma.sync or wgmma holds two consecutive columns of a row per 8-column tile: 4 bytes
+// of a 16-bit result, so a direct store writes 4-byte pieces and a warp's stores touch
+// eight rows at once. Staged through shared memory (over the K loop's buffers, which are
+// free once it ends), each lane stores whole 16-byte pieces of a row, and a warp writes
+// 512 contiguous bytes per instruction, as Triton's and CUTLASS's epilogues do.
+#include "GpuLowering.h"
+
+#include "tile/Conversion/BlockAccess.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+using namespace mlir;
+using namespace mlir::tile;
+using namespace mlir::tile::gpu_lowering;
+
+bool mlir::tile::gpu_lowering::storeThroughShared(StoreOp op, Value value, ConversionPatternRewriter &rewriter,
+                                                  const Distribution &dist) {
+  auto type = cast<RankedTensorType>(op.getPtr().getType());
+  if (type.getRank() != 2 || !dist.arch.dynamicShared)
+    return false;
+  MatrixLayout layout = dist.matrixOf(type);
+  auto vectorType = dyn_cast<VectorType>(value.getType());
+  if (!layout.fits || !vectorType || layout.tile.kind != AccumulatorTile::Kind::MmaM16N8)
+    return false;
+  Type element = vectorType.getElementType();
+  int64_t bytes = elementBytes(element), run = layout.tile.colRun;
+  // 8-byte pairs (f32, i32) are stored as they are.
+  int64_t per16 = 16 / bytes;
+  if (run * bytes >= 8 || layout.cols % per16 != 0)
+    return false;
+  auto lanes = analyzeAffineLanes(op.getPtr());
+  const Divisibility &known = dist.divisibility;
+  if (!lanes || lanes->strides[1].getConstant() != 1 || known.of(lanes->basePtr) < 16 ||
+      !known.divides(lanes->offset, per16) || !known.divides(lanes->strides[0], per16))
+    return false;
+  std::optional<LaneBounds> bounds;
+  if (op.getMask()) {
+    bounds = analyzeLaneBounds(op.getMask());
+    if (!bounds || bounds->upper.size() != 2)
+      return false;
+    for (const ScalarPoly &bound : bounds->upper[1])
+      if (!known.divides(bound, per16))
+        return false;
+  }
+
+  Location loc = op.getLoc();
+  auto c = [&](int64_t v) { return i32Constant(rewriter, loc, v); };
+  Type i32 = rewriter.getI32Type(), i64 = rewriter.getI64Type();
+  // Every copy into the K loop's buffers has landed (tiles past the loop's end still
+  // write zeros), and every warp is done reading them.
+  LLVM::CallIntrinsicOp::create(rewriter, loc, rewriter.getStringAttr("llvm.nvvm.cp.async.wait.all"),
+                                ValueRange{});
+  gpu::BarrierOp::create(rewriter, loc);
+  // Rows padded by 16 bytes: the 8 rows a warp writes at once start 4 banks apart.
+  int64_t pitch = layout.cols + per16;
+  auto func = op->getParentOfType<gpu::GPUFuncOp>();
+  int64_t staged = layout.rows * pitch * bytes;
+  if (auto recorded = func->getAttrOfType<IntegerAttr>(kEpilogueSharedBytesAttr))
+    staged = std::max(staged, recorded.getInt());
+  rewriter.modifyOpInPlace(func, [&] { func->setAttr(kEpilogueSharedBytesAttr, rewriter.getI64IntegerAttr(staged)); });
+  Value scratch = dynamicSharedArray(rewriter, op, 16);
+  auto at = [&](OpBuilder &b, Location l, Value row, Value col) {
+    Value offset = arith::AddIOp::create(b, l, arith::MulIOp::create(b, l, row, i32Constant(b, l, pitch)), col);
+    return LLVM::GEPOp::create(b, l, scratch.getType(), element, scratch,
+                               ArrayRef<LLVM::GEPArg>{arith::ExtUIOp::create(b, l, i64, offset).getResult()})
+        .getResult();
+  };
+  for (int64_t e = 0; e < layout.perThread(); e += run) {
+    auto [row, col] = matrixCoordinates(rewriter, loc, dist, layout, e);
+    LLVM::StoreOp::create(rewriter, loc, sliceOf(rewriter, loc, value, e, run), at(rewriter, loc, row, col),
+                          run * bytes);
+  }
+  gpu::BarrierOp::create(rewriter, loc);
+
+  auto remap = [&](Value v) { return rewriter.getRemappedValue(v); };
+  Value validRows = c(layout.rows), validCols = c(layout.cols);
+  if (bounds) {
+    validRows = arith::TruncIOp::create(rewriter, loc, i32, validLanes(rewriter, loc, *bounds, 0, layout.rows));
+    validCols = arith::TruncIOp::create(rewriter, loc, i32, validLanes(rewriter, loc, *bounds, 1, layout.cols));
+  }
+  Value base = offsetBase(rewriter, loc, *lanes, element);
+  Value rowStride = lanes->strides[0].materialize(rewriter, loc, remap);
+  int64_t piecesPerRow = layout.cols / per16, pieces = layout.rows * piecesPerRow;
+  auto pieceType = VectorType::get({per16}, element);
+  for (int64_t first = 0; first < pieces; first += dist.threads) {
+    Value piece = arith::AddIOp::create(rewriter, loc, dist.threadId, c(first));
+    Value row = arith::DivUIOp::create(rewriter, loc, piece, c(piecesPerRow));
+    Value col = arith::MulIOp::create(rewriter, loc, arith::RemUIOp::create(rewriter, loc, piece, c(piecesPerRow)),
+                                      c(per16));
+    Value on = arith::AndIOp::create(
+        rewriter, loc, arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult, row, validRows),
+        arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult, col, validCols));
+    if (first + dist.threads > pieces)
+      on = arith::AndIOp::create(rewriter, loc, on,
+                                 arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult, piece, c(pieces)));
+    scf::IfOp::create(rewriter, loc, on, [&](OpBuilder &b, Location l) {
+      Value data = LLVM::LoadOp::create(b, l, pieceType, at(b, l, row, col), 16);
+      Value offset = arith::AddIOp::create(
+          b, l, arith::MulIOp::create(b, l, arith::ExtUIOp::create(b, l, i64, row), rowStride),
+          arith::ExtUIOp::create(b, l, i64, col));
+      Value ptr = LLVM::GEPOp::create(b, l, base.getType(), element, base, ArrayRef<LLVM::GEPArg>{offset});
+      LLVM::StoreOp::create(b, l, data, ptr, 16);
+      scf::YieldOp::create(b, l);
+    });
+  }
+  return true;
+}
