@@ -47,6 +47,35 @@ TEST_P(SwizzledLayouts, OffsetFromARunStartIsThePlainOffset) {
     }
 }
 
+TEST(WarpgroupSharedLayouts, ChunksAreTheHardwareSwizzleAtoms) {
+  // The PTX ISA's swizzle modes, on byte addresses of a 1024-byte aligned buffer: the
+  // 16-byte unit (bits 4..6) is XORed with the 128-byte row (bits 7..9) for 128-byte
+  // swizzling, bits 4..5 with 7..8 for 64-byte, bit 4 with bit 7 for 32-byte. Rows longer
+  // than the atom are cut into chunks of it, each an [outer][chunk] array after the
+  // last. Checked for every element of f16 tiles with each atom width and 2 chunks.
+  auto context = ::tile::createContext();
+  OpBuilder b(context.get());
+  Location loc = b.getUnknownLoc();
+  struct Tile {
+    int64_t outer, inner, atomBytes;
+  };
+  for (auto [outer, inner, atomBytes] : {Tile{64, 64, 128}, Tile{128, 128, 128}, Tile{64, 32, 64},
+                                         Tile{32, 16, 32}, Tile{64, 256, 128}}) {
+    SharedLayout layout = warpgroupSharedLayout(outer, inner, 2);
+    int64_t chunk = atomBytes / 2, bits = atomBytes == 128 ? 7 : atomBytes == 64 ? 3 : 1;
+    std::set<int64_t> slots;
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        int64_t linear = ((i / chunk) * outer * chunk + o * chunk + i % chunk) * 2;
+        int64_t swizzled = linear ^ (((linear >> 7) & bits) << 4);
+        int64_t offset = evaluate(layout.offset(b, loc, i32Constant(b, loc, o), i32Constant(b, loc, i)));
+        EXPECT_EQ(offset * 2, swizzled) << outer << "x" << inner << " (" << o << ", " << i << ")";
+        slots.insert(offset);
+      }
+    EXPECT_EQ(int64_t(slots.size()), outer * inner) << outer << "x" << inner;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Tiles, SwizzledLayouts,
     ::testing::Values(Shape{128, 32, 2, 8},  // a 128x32 f16 tile read 8 bytes at a time

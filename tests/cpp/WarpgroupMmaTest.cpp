@@ -1,0 +1,161 @@
+// Hopper's warpgroup MMA (cuda:sm_90a), checked in the PTX without a GPU: the matmul's
+// main loop issues wgmma.mma_async on shared-memory descriptors (no fragment reads),
+// keeps one MMA group in flight while the next tile's copies go out, waits for it after
+// the loop, and stores C as 16-byte pieces. ptxas, where it is on PATH, assembles it
+// without spills. What wgmma cannot take (int8, f32, tiles that are not whole
+// warpgroups of 64 rows) keeps mma.sync on the same target.
+#include "TestKernels.h"
+#include "ops/MatmulConfig.h"
+#include "tile/Compiler/Compile.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Program.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <regex>
+
+using namespace tile;
+
+namespace {
+
+const Target &hopper() {
+  static const Target target = Target::parse("cuda:sm_90a");
+  return target;
+}
+
+/// Row-major, 16-byte aligned a, b and c with 32-bit offsets (the binding's common case),
+/// with `extraUnitStrides` or-ed into the unit-stride bits.
+std::map<std::string, int64_t> alignedConfig(const std::string &dtype, int64_t unitStrides = 0b101010) {
+  auto config = ops::defaultMatmulConfig(hopper(), 4096, 4096, 4096, dtype);
+  config["index_bits"] = 32;
+  config["unit_strides"] = unitStrides;
+  config["divisibility_16"] = 0b111111;
+  return config;
+}
+
+std::string ptxOf(const std::string &dtype, const std::map<std::string, int64_t> &config,
+                  const std::string &out = "") {
+  ops::KernelSpec spec{"matmul", {dtype, out.empty() ? (dtype == "i8" ? "i32" : dtype) : out}, config};
+  auto context = createContext();
+  auto module = ops::buildKernel(*context, spec);
+  CompileOptions options = ops::compileOptionsFor(spec);
+  options.keepStages = true;
+  Binary binary = compile(*module, hopper(), options);
+  for (const auto &[name, text] : binary.stages)
+    if (name == "asm")
+      return text;
+  return {};
+}
+
+int occurrences(const std::string &text, const std::string &what) {
+  int count = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+    ++count;
+  return count;
+}
+
+/// The body of the PTX's first backward branch: the K loop.
+std::string mainLoop(const std::string &ptx) {
+  std::smatch branch;
+  std::regex backward(R"(bra(?:\.uni)?\s+(\$L__BB\d+_\d+);)");
+  for (auto it = std::sregex_iterator(ptx.begin(), ptx.end(), backward); it != std::sregex_iterator(); ++it) {
+    std::string label = (*it)[1].str() + ":";
+    size_t start = ptx.find(label);
+    if (start != std::string::npos && start < size_t(it->position()))
+      return ptx.substr(start, it->position() - start);
+  }
+  return {};
+}
+
+TEST(WarpgroupMma, DefaultConfigRunsTheMainLoopOnWgmma) {
+  for (const char *dtype : {"f16", "bf16"}) {
+    auto config = alignedConfig(dtype);
+    std::string ptx = ptxOf(dtype, config);
+    std::string where = dtype;
+    ASSERT_NE(ptx.find(".target sm_90a"), std::string::npos) << where;
+    int64_t blockM = config.at("BLOCK_M"), blockN = config.at("BLOCK_N"), blockK = config.at("BLOCK_K");
+    int64_t warpgroups = config.at("num_warps") / 4;
+    // One m64nNk16 per 64 rows of a warpgroup and 16 of k: BLOCK_M*BLOCK_N*BLOCK_K /
+    // (64*N*16 * warpgroups) per thread, all in the loop.
+    std::string mma = "wgmma.mma_async.sync.aligned.m64n" + std::to_string(blockN) + "k16.f32." + dtype + "." + dtype;
+    std::string loop = mainLoop(ptx);
+    ASSERT_FALSE(loop.empty()) << where;
+    EXPECT_EQ(occurrences(loop, mma), blockM * blockN * blockK / (64 * blockN * 16 * warpgroups)) << where;
+    EXPECT_EQ(occurrences(ptx, mma), occurrences(loop, mma)) << where;
+    // Row-major b is N-major in shared memory: the transpose bit of b, not of a.
+    EXPECT_NE(loop.find(", 1, 1, 1, 0, 1;"), std::string::npos) << where;
+    // No fragment reads and no warp-level MMA.
+    EXPECT_EQ(occurrences(ptx, "ldmatrix"), 0) << where;
+    EXPECT_EQ(occurrences(ptx, "ld.shared"), occurrences(ptx, "ld.shared.v4")) << where;
+    EXPECT_EQ(occurrences(ptx, "mma.sync"), 0) << where;
+    // In the loop: the MMAs, then the wait that leaves them in flight, then the copies
+    // of the tile num_stages - 1 ahead.
+    size_t lastMma = loop.rfind(mma), inFlight = loop.find("wgmma.wait_group.sync.aligned 1;");
+    size_t firstCopy = loop.find("cp.async.cg.shared.global");
+    ASSERT_NE(inFlight, std::string::npos) << where;
+    EXPECT_LT(lastMma, inFlight) << where;
+    EXPECT_LT(inFlight, firstCopy) << where;
+    // After the loop, every group is waited for before C is read.
+    size_t drained = ptx.find("wgmma.wait_group.sync.aligned 0;");
+    ASSERT_NE(drained, std::string::npos) << where;
+    EXPECT_GT(drained, ptx.find(loop) + loop.size()) << where;
+    // C in 16-byte pieces, through shared memory: BLOCK_M*BLOCK_N*2 bytes over the threads.
+    EXPECT_EQ(occurrences(ptx, "st.global.v4.b32"), blockM * blockN * 2 / 16 / (warpgroups * 128)) << where;
+    EXPECT_EQ(occurrences(ptx, "st.global.b16"), 0) << where;
+    EXPECT_EQ(occurrences(ptx, "st.global.b32"), 0) << where;
+  }
+}
+
+TEST(WarpgroupMma, TransposedOperandsSetTheirTransposeBits) {
+  // a M-major (a = x.t(): unit stride along M, bit 0) and b K-major (b = w.t(): bit 2).
+  struct Case {
+    int64_t unitStrides;
+    const char *bits;
+  };
+  for (auto [unitStrides, bits] : {Case{0b101010, "1, 0, 1;"}, Case{0b100110, "1, 0, 0;"},
+                                   Case{0b101001, "1, 1, 1;"}, Case{0b100101, "1, 1, 0;"}}) {
+    std::string loop = mainLoop(ptxOf("f16", alignedConfig("f16", unitStrides)));
+    EXPECT_NE(loop.find(std::string(", 1, 1, ") + bits), std::string::npos) << "unit strides " << unitStrides;
+  }
+}
+
+TEST(WarpgroupMma, WhatWgmmaCannotTakeStaysOnMmaSync) {
+  auto small = alignedConfig("f16");
+  small["BLOCK_M"] = 32; // not a whole warpgroup of 64 rows
+  small["num_warps"] = 4;
+  std::string ptx = ptxOf("f16", small);
+  EXPECT_EQ(occurrences(ptx, "wgmma"), 0);
+  EXPECT_GT(occurrences(ptx, "mma.sync.aligned.m16n8k16"), 0);
+  std::string int8 = ptxOf("i8", alignedConfig("i8"));
+  EXPECT_EQ(occurrences(int8, "wgmma"), 0);
+  EXPECT_GT(occurrences(int8, "mma.sync.aligned.m16n8k32"), 0);
+}
+
+TEST(WarpgroupMma, PtxasAssemblesTheDefaultKernelWithoutSpills) {
+  auto ptxas = llvm::sys::findProgramByName("ptxas");
+  if (!ptxas)
+    GTEST_SKIP() << "ptxas is not on PATH: the sm_90a PTX is checked by its text only";
+  for (const char *dtype : {"f16", "bf16"}) {
+    llvm::SmallString<128> ptxPath, cubinPath, logPath;
+    ASSERT_FALSE(llvm::sys::fs::createTemporaryFile("wgmma", "ptx", ptxPath));
+    ASSERT_FALSE(llvm::sys::fs::createTemporaryFile("wgmma", "cubin", cubinPath));
+    ASSERT_FALSE(llvm::sys::fs::createTemporaryFile("wgmma", "log", logPath));
+    std::ofstream(ptxPath.c_str()) << ptxOf(dtype, alignedConfig(dtype));
+    llvm::StringRef args[] = {*ptxas, "-arch=sm_90a", "-v", ptxPath, "-o", cubinPath};
+    std::optional<llvm::StringRef> redirects[] = {std::nullopt, logPath.str(), logPath.str()};
+    int rc = llvm::sys::ExecuteAndWait(*ptxas, args, std::nullopt, redirects);
+    std::ifstream logFile(logPath.c_str());
+    std::string log((std::istreambuf_iterator<char>(logFile)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(rc, 0) << log;
+    EXPECT_NE(log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << log;
+    // ptxas serializes warpgroup MMAs whose registers other instructions touch in flight.
+    EXPECT_EQ(log.find("serialized"), std::string::npos) << log;
+    for (const auto &path : {ptxPath, cubinPath, logPath})
+      llvm::sys::fs::remove(path);
+  }
+}
+
+} // namespace
