@@ -52,13 +52,29 @@ std::map<std::string, int64_t> gpuConfig(const Target &target, int64_t m, int64_
   if (arch && arch->matrixUnit == MatrixUnit::Wgmma && sixteenBit) {
     // Hopper's warpgroup MMA: 128 x 256 x 64 over two warpgroups (m64n256k16 each,
     // 128-byte swizzle atoms) with a four-deep cp.async ring (192 KiB) led the H100
-    // sweep of benchmarks/bench_matmul_configs.py at 4096^3 and 8192^3 (0.84-0.90x
-    // cuBLAS, against 0.74-0.84 for 128 x 128 x 64 over one warpgroup).
-    return {{"BLOCK_M", large ? 128 : 64},
-            {"BLOCK_N", large ? 256 : 64},
+    // sweep of benchmarks/bench_matmul_configs.py at 4096^3 and 8192^3 (0.92-0.97x
+    // cuBLAS, against 0.85-0.92 for 128 x 128 x 64 over one warpgroup). Where its
+    // blocks would leave SMs idle (an H100 has 132), smaller ones: at 1024^3, 32 blocks
+    // of 128 x 256 ran at 0.47x cuBLAS.
+    auto blocks = [&](int64_t blockM, int64_t blockN) {
+      return ((m + blockM - 1) / blockM) * ((n + blockN - 1) / blockN);
+    };
+    constexpr int64_t kBlocksToFill = 128;
+    int64_t blockM = 64, blockN = 64, warps = 4;
+    if (blocks(128, 256) >= kBlocksToFill) {
+      blockM = 128;
+      blockN = 256;
+      warps = 8;
+    } else if (blocks(128, 128) >= kBlocksToFill) {
+      blockM = blockN = 128;
+    } else if (blocks(64, 128) >= kBlocksToFill) {
+      blockN = 128;
+    }
+    return {{"BLOCK_M", blockM},
+            {"BLOCK_N", blockN},
             {"BLOCK_K", 64},
             {"GROUP_M", 8},
-            {"num_warps", large ? 8 : 4},
+            {"num_warps", warps},
             {"num_stages", 4},
             {"waves_per_eu", 0},
             {"matrix_instr_nonkdim", 16},
