@@ -73,5 +73,6 @@ Binary runtime::compileWithStages(const ops::KernelSpec &spec, const Target &tar
   mlir::OwningOpRef<mlir::ModuleOp> module = ops::buildKernel(*context, spec);
   CompileOptions options = ops::compileOptionsFor(spec);
   options.keepStages = true;
+  options.reportFromPtxas = true;
   return compile(*module, target, options);
 }

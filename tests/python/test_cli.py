@@ -5,6 +5,7 @@ Nothing here runs a kernel on a GPU; the HSACO and PTX are checked as files.
 
 import json
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -54,6 +55,23 @@ def test_vector_add_for_nvidia(tmp_path, arch):
     ptx = (tmp_path / "vector_add.ptx").read_text()
     assert f".target {arch}" in ptx and ".entry vector_add" in ptx
     assert "ld.global.v4.b32" in ptx
+
+
+@pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas is not on PATH: no NVIDIA register report")
+def test_nvidia_report_reads_registers_and_occupancy_from_ptxas(tmp_path):
+    # 128x256x64 over two warpgroups with four 48 KiB stages: over 200 registers and
+    # 192 KiB of shared memory per block, so one block per SM.
+    result = run_cli("--op", "matmul", "--dtype", "float16", "--target", "cuda:sm_90a",
+                     "--config", '{"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 8, '
+                     '"num_stages": 4}', "--emit", "report", "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    report = dict(line.split(": ", 1) for line in
+                  (tmp_path / "matmul.report.txt").read_text().splitlines()[1:])
+    assert report["arch"] == "sm_90a"
+    assert 128 < int(report["registers"]) <= 255
+    assert int(report["spill_bytes"]) == 0
+    assert int(report["lds_bytes"]) >= 4 * (128 + 256) * 64 * 2
+    assert int(report["blocks_per_sm"]) == 1
 
 
 def test_matmul_for_the_host_with_a_config(tmp_path):

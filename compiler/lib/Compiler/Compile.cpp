@@ -207,6 +207,8 @@ void compileForGpu(mlir::ModuleOp module, const Target &target, const CompileOpt
     binary.resources = nvidiaResourcesFromPtx(assembly, *arch, binary.blockThreads);
     binary.resources.ldsBytes += binary.dynamicSharedBytes;
     checkResourceLimits(binary.resources, *arch);
+    if (options.reportFromPtxas)
+      addPtxasResources(binary.resources, assembly, *arch);
     binary.object = assembly; // PTX, JIT-compiled by the driver at load
   }
   keep("asm", std::move(assembly));

@@ -3,7 +3,12 @@
 #include "tile/Compiler/Compile.h"
 #include "tile/Target/GpuArch.h"
 
+#include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Program.h"
+
+#include <fstream>
 
 #include <regex>
 #include <sstream>
@@ -46,6 +51,9 @@ std::string ResourceReport::str() const {
   field("sgpr_spills", sgprSpills);
   field("block_threads", blockThreads);
   field("waves_per_simd", wavesPerSimd);
+  field("registers", registers);
+  field("spill_bytes", spillBytes);
+  field("blocks_per_sm", blocksPerSm);
   return out.str();
 }
 
@@ -96,6 +104,43 @@ ResourceReport tile::nvidiaResourcesFromPtx(const std::string &ptx, const GpuArc
   for (std::sregex_iterator it(ptx.begin(), ptx.end(), shared), end; it != end; ++it)
     report.ldsBytes += std::stoll((*it)[1]);
   return report;
+}
+
+void tile::addPtxasResources(ResourceReport &report, const std::string &ptx, const GpuArch &arch) {
+  llvm::ErrorOr<std::string> ptxas = llvm::sys::findProgramByName("ptxas");
+  if (!ptxas)
+    return;
+  llvm::SmallString<128> ptxPath, cubinPath, logPath;
+  if (llvm::sys::fs::createTemporaryFile("tile", "ptx", ptxPath) ||
+      llvm::sys::fs::createTemporaryFile("tile", "cubin", cubinPath) ||
+      llvm::sys::fs::createTemporaryFile("tile", "log", logPath))
+    return;
+  {
+    std::ofstream(ptxPath.c_str()) << ptx;
+  }
+  std::string archFlag = "-arch=" + arch.name;
+  llvm::StringRef args[] = {*ptxas, archFlag, "-v", ptxPath, "-o", cubinPath};
+  std::optional<llvm::StringRef> redirects[] = {std::nullopt, logPath.str(), logPath.str()};
+  int rc = llvm::sys::ExecuteAndWait(*ptxas, args, std::nullopt, redirects);
+  std::ifstream logFile(logPath.c_str());
+  std::string log((std::istreambuf_iterator<char>(logFile)), std::istreambuf_iterator<char>());
+  for (const auto &path : {ptxPath, cubinPath, logPath})
+    llvm::sys::fs::remove(path);
+  std::smatch match;
+  if (rc != 0 || !std::regex_search(log, match, std::regex(R"(Used (\d+) registers)")))
+    return;
+  report.registers = std::stoll(match[1]);
+  if (std::regex_search(log, match, std::regex(R"((\d+) bytes spill stores, (\d+) bytes spill loads)")))
+    report.spillBytes = std::stoll(match[1]) + std::stoll(match[2]);
+  // Registers go to warps in units of 256 (8 per thread); shared memory to blocks with
+  // the system's reserve; threads and blocks have limits of their own.
+  int64_t threads = std::max<int64_t>(1, report.blockThreads);
+  int64_t warps = (threads + 31) / 32;
+  int64_t perWarp = std::max<int64_t>(256, (report.registers * 32 + 255) / 256 * 256);
+  int64_t blocks = std::min<int64_t>(arch.maxBlocksPerSm, arch.maxThreadsPerSm / threads);
+  blocks = std::min<int64_t>(blocks, arch.registersPerSm / perWarp / warps);
+  blocks = std::min<int64_t>(blocks, arch.sharedPerSm / (report.ldsBytes + arch.sharedReservedPerBlock));
+  report.blocksPerSm = blocks;
 }
 
 void tile::checkResourceLimits(const ResourceReport &report, const GpuArch &arch) {

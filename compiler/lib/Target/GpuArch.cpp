@@ -28,6 +28,13 @@ const std::vector<GpuArch> &supportedGpuArchs() {
     };
     auto nvidia = [](const char *name, unsigned smem, MatrixUnit unit, const char *ptx) {
       GpuArch arch;
+      // 64 K registers and 1 KiB of shared memory reserved per block on sm_80 and
+      // sm_90; the SM's shared memory is the block limit plus that reserve.
+      arch.registersPerSm = 65536;
+      arch.sharedPerSm = smem + 1024;
+      arch.sharedReservedPerBlock = 1024;
+      arch.maxThreadsPerSm = 2048;
+      arch.maxBlocksPerSm = 32;
       arch.name = name;
       arch.waveSize = 32;
       arch.ldsBytes = smem;

@@ -40,6 +40,10 @@ struct CompileOptions {
   bool allowTf32 = false;
   /// AMD targets: the occupancy LLVM must leave room for (`amdgpu-waves-per-eu`); 0: none.
   int64_t wavesPerEu = 0;
+  /// NVIDIA: assemble the PTX with ptxas, where it is on PATH, for the resource report's
+  /// registers, spills and blocks per SM. Off on the first-call path (the driver
+  /// assembles the PTX at load; ptxas would add its time to every first call).
+  bool reportFromPtxas = false;
 };
 
 /// The product of compile(): one kernel, ready for a launcher.

@@ -19,6 +19,10 @@ struct ResourceReport {
   int64_t vgprSpills = -1, sgprSpills = -1;
   int64_t blockThreads = 0;
   int64_t wavesPerSimd = -1;   ///< occupancy, AMD Triton guide formula
+  /// NVIDIA, from ptxas (-1 where it was not run): registers per thread, bytes spilled
+  /// (stores and loads to local memory), and the blocks one SM holds by registers,
+  /// shared memory and threads.
+  int64_t registers = -1, spillBytes = -1, blocksPerSm = -1;
 
   /// One "key: value" line per field, for the CLI's report stage.
   std::string str() const;
@@ -31,6 +35,11 @@ ResourceReport amdResourcesFromAssembly(const std::string &assembly, const std::
 /// The report of a PTX kernel: static shared memory from its `.shared` declarations.
 ResourceReport nvidiaResourcesFromPtx(const std::string &ptx, const GpuArch &arch,
                                       int64_t blockThreads);
+
+/// Adds ptxas's view of `ptx` (registers, spills) and the blocks per SM that follow,
+/// when ptxas is on PATH; leaves the report as it is otherwise. It assembles for the
+/// exact arch (`-arch=sm_90a`), as the driver would at load.
+void addPtxasResources(ResourceReport &report, const std::string &ptx, const GpuArch &arch);
 
 /// Throws CompileError naming the limit when the kernel needs more LDS, registers or
 /// threads per workgroup than the arch has.

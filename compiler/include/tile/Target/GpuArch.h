@@ -33,6 +33,13 @@ struct GpuArch {
   /// Shared memory is one dynamically sized array, sized at launch: NVIDIA caps static
   /// shared memory at 48 KiB per block, and the rest needs the launcher's opt-in.
   bool dynamicShared = false;
+  /// NVIDIA: what one SM holds of the blocks resident on it (the CUDA programming
+  /// guide's compute capability table), for the resource report's blocks per SM.
+  unsigned registersPerSm = 0;
+  unsigned sharedPerSm = 0;          ///< bytes, of which each block also takes
+  unsigned sharedReservedPerBlock = 0; ///< bytes the system keeps per block
+  unsigned maxThreadsPerSm = 0;
+  unsigned maxBlocksPerSm = 0;
   std::string llvmTriple;       ///< "amdgcn-amd-amdhsa", "nvptx64-nvidia-cuda"
   std::string ptxFeatures;      ///< NVIDIA: "+ptx80"
 };
