@@ -25,6 +25,16 @@ using ::tile::testing::evaluate;
 
 namespace {
 
+/// A builder into a module of its own, for index maps built from constants.
+struct ScratchModule {
+  std::unique_ptr<MLIRContext> context = ::tile::createContext();
+  OpBuilder b{context.get()};
+  Location loc = b.getUnknownLoc();
+  ModuleOp module = ModuleOp::create(loc);
+  ScratchModule() { b.setInsertionPointToEnd(module.getBody()); }
+  ~ScratchModule() { module->erase(); }
+};
+
 struct Case {
   const char *arch;
   const char *type;
@@ -35,15 +45,13 @@ class LaneMaps : public ::testing::TestWithParam<Case> {};
 
 TEST_P(LaneMaps, CoverEveryOperandAndAccumulatorElement) {
   Case c = GetParam();
-  auto context = ::tile::createContext();
-  OpBuilder b(context.get());
-  Location loc = b.getUnknownLoc();
-  auto module = ModuleOp::create(loc);
-  b.setInsertionPointToEnd(module.getBody());
+  ScratchModule scratch;
+  OpBuilder &b = scratch.b;
+  Location loc = scratch.loc;
   auto arch = *::tile::lookupGpuArch(c.arch);
   AccumulatorTile tile = accumulatorTileFor(arch, c.nonKDim);
   bool f32 = std::string(c.type) == "f32";
-  auto mi = matrixInstructionFor(tile, ::tile::ops::elementTypeOf(*context, c.type), arch, /*kpack=*/1,
+  auto mi = matrixInstructionFor(tile, ::tile::ops::elementTypeOf(*scratch.context, c.type), arch, /*kpack=*/1,
                                  /*allowTf32=*/f32 && !arch.amd);
   ASSERT_TRUE(mi) << c.arch << " " << c.type;
   int64_t lanes = arch.waveSize;
@@ -81,18 +89,15 @@ TEST_P(LaneMaps, CoverEveryOperandAndAccumulatorElement) {
   covers(a, tile.tileM, mi->tileK, copies, "a");
   covers(bTile, mi->tileK, tile.tileN, copies, "b");
   covers(acc, tile.tileM, tile.tileN, 1, "accumulator");
-  module->erase();
 }
 
 TEST(LaneMapExchange, Gfx11LanesEndWithTwoRunsOfFourColumnsCoveringTheTile) {
   // The epilogue's trade between lanes l and l ^ 16 (kExchangeSends, kExchangeRuns),
   // evaluated on the accumulator map: every run is 4 consecutive columns of one row
   // starting at a multiple of 4, and the runs of all lanes hold each element once.
-  auto context = ::tile::createContext();
-  OpBuilder b(context.get());
-  Location loc = b.getUnknownLoc();
-  auto module = ModuleOp::create(loc);
-  b.setInsertionPointToEnd(module.getBody());
+  ScratchModule scratch;
+  OpBuilder &b = scratch.b;
+  Location loc = scratch.loc;
   AccumulatorTile tile = accumulatorTileFor(*::tile::lookupGpuArch("gfx1100"), 16);
   ASSERT_EQ(tile.exchangedRun, 4);
   ASSERT_EQ(tile.colRun, 1);
@@ -120,7 +125,6 @@ TEST(LaneMapExchange, Gfx11LanesEndWithTwoRunsOfFourColumnsCoveringTheTile) {
   EXPECT_EQ(held.size(), size_t(16 * 16));
   for (const auto &[element, count] : held)
     EXPECT_EQ(count, 1) << "(" << element.first << ", " << element.second << ") held " << count << " times";
-  module->erase();
 }
 
 TEST(LaneMapWarpgroups, WgmmaAccumulatorIsThePtxIsaFragmentLayout) {
@@ -129,11 +133,9 @@ TEST(LaneMapWarpgroups, WgmmaAccumulatorIsThePtxIsaFragmentLayout) {
   // 8 (i / 4) + 2 (T % 4) + i % 2. Warpgroup g takes rows g * band .. of the block, one
   // instruction per 64 of them. Checked element by element for each block a default or
   // tutorial config gives, and that the block's elements are each held once.
-  auto context = ::tile::createContext();
-  OpBuilder b(context.get());
-  Location loc = b.getUnknownLoc();
-  auto module = ModuleOp::create(loc);
-  b.setInsertionPointToEnd(module.getBody());
+  ScratchModule scratch;
+  OpBuilder &b = scratch.b;
+  Location loc = scratch.loc;
   struct Block {
     int64_t rows, cols, warps;
   };
@@ -166,7 +168,6 @@ TEST(LaneMapWarpgroups, WgmmaAccumulatorIsThePtxIsaFragmentLayout) {
     for (const auto &[element, count] : held)
       EXPECT_EQ(count, 1) << where << ": (" << element.first << ", " << element.second << ") held " << count;
   }
-  module->erase();
 }
 
 INSTANTIATE_TEST_SUITE_P(
