@@ -5,6 +5,11 @@
 // next tile's copies. The operands sit in shared memory as the instruction's swizzle
 // atoms (rows of 32, 64 or 128 bytes, 16-byte units XORed with the row's phase, 8 rows
 // a group), K-major or, for 16-bit types, M- or N-major through the transpose bits.
+//
+// The instructions are written as inline PTX, as Triton writes them, rather than MLIR 22's
+// nvvm.wgmma.* ops: its wait (nvvm.wgmma.wait.group.sync.aligned) takes no operands, and
+// here the accumulator passes through the wait as tied operands, so that LLVM cannot
+// schedule a read of it (the epilogue's arithmetic) before the MMAs that write it are done.
 #include "GpuLowering.h"
 
 #include "tile/Conversion/BlockAccess.h"
