@@ -672,8 +672,8 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
   }
 
   /// The K loop of warpgroup MMAs over the same ring: every iteration waits for its own
-  /// tile's copies, fences them for the MMA's asynchronous reads and meets the other
-  /// warps at a barrier, issues tile k's MMAs, then waits until only those are in
+  /// tile's copies and meets the other warps at a barrier, issues tile k's MMAs, then
+  /// waits until only those are in
   /// flight, which frees the buffer that tile k - 1 was read from for the copies of tile
   /// k + S - 1 (after a second barrier where several warpgroups share the buffers). The
   /// last group is waited for after the loop (waitAfterWarpgroupLoops).
