@@ -141,12 +141,12 @@ at::Tensor matmulGpu(const char *op, const at::Tensor &a, const at::Tensor &b,
   if (call.empty())
     return call.c;
   if (auto plan = tile::runtime::reusePlan(call.signature)) {
-    launch(op, *plan->kernel, a, call.args, plan->programs);
+    launch(op, *plan->kernel, a, call.args(), plan->programs);
     return call.c;
   }
   call.specify();
   auto launchConfig = [&](const tile::ops::KernelSpec &spec, int64_t programs) {
-    launch(op, *kernelFor(op, spec, target), a, call.args, programs);
+    launch(op, *kernelFor(op, spec, target), a, call.args(), programs);
   };
   auto stream = at::cuda::getCurrentCUDAStream(a.get_device());
   // Under CUDA graph capture nothing may run: a known winner is used, else the default,
@@ -158,7 +158,7 @@ at::Tensor matmulGpu(const char *op, const at::Tensor &a, const at::Tensor &b,
   tile::runtime::LaunchPlan plan{kernelFor(op, spec, target), programs, 1};
   if (!capturing || !tile::runtime::Autotuner::global().enabled())
     tile::runtime::LaunchPlans::global().insert(call.signature, plan);
-  launch(op, *plan.kernel, a, call.args, plan.programs);
+  launch(op, *plan.kernel, a, call.args(), plan.programs);
   return call.c;
 }
 

@@ -22,7 +22,7 @@ at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
   if (call.empty())
     return call.c;
   auto run = [&](const tile::runtime::LaunchPlan &plan) {
-    tile::runtime::launchCpu(*plan.kernel, call.args,
+    tile::runtime::launchCpu(*plan.kernel, call.args(),
                              tile::runtime::Grid{static_cast<int32_t>(plan.programs), 1, 1},
                              plan.grain,
                              [](int64_t begin, int64_t end, int64_t grainSize, const auto &body) {

@@ -65,47 +65,17 @@ void checkBias(const char *op, const at::Tensor &bias, const at::Tensor &a, int6
                    a.scalar_type(), ") nor the output dtype (", out, ")");
 }
 
-/// The largest element offset the kernel forms for a tensor, as the index width needs it.
-int64_t maxOffset(const at::Tensor &t) {
-  int64_t offset = 0;
-  for (int64_t d = 0; d < t.dim(); ++d)
-    offset += (t.size(d) - 1) * t.stride(d);
-  return offset;
-}
-
-/// Bit 2i + d set where dimension d of the i-th tensor (a, b, c) has stride 1, or size
-/// 1 (its stride then never moves an offset): the kernel takes those strides as the
-/// constant 1 and learns at compile time which dimension is contiguous.
-int64_t unitStrides(std::initializer_list<const at::Tensor *> tensors) {
-  int64_t bits = 0, bit = 0;
-  for (const at::Tensor *t : tensors)
-    for (int64_t d = 0; d < 2; ++d, ++bit)
-      if (t->stride(d) == 1 || t->size(d) == 1)
-        bits |= int64_t(1) << bit;
-  return bits;
-}
-
-/// Bit i set where the i-th tensor (a, b, c) starts on a 16-byte boundary and each of its
-/// strides other than 1 spans a multiple of 16 bytes: the kernel may then copy and store
-/// 16-byte runs with no run-time alignment check (Triton's divisibility-16 argument
-/// specialization, which the caller extends with bits 3-5 for M, N, K).
-int64_t divisibility16(std::initializer_list<const at::Tensor *> tensors) {
-  int64_t bits = 0, bit = 0;
-  for (const at::Tensor *t : tensors) {
-    bool aligned = reinterpret_cast<uintptr_t>(t->data_ptr()) % 16 == 0;
-    for (int64_t d = 0; d < 2; ++d)
-      if (!(t->stride(d) == 1 || t->size(d) == 1))
-        aligned = aligned && (t->stride(d) * int64_t(t->element_size())) % 16 == 0;
-    if (aligned)
-      bits |= int64_t(1) << bit;
-    ++bit;
+/// A tensor as the runtime sees it.
+tile::runtime::StridedOperand operandOf(const at::Tensor &t) {
+  tile::runtime::StridedOperand operand;
+  operand.data = t.data_ptr();
+  operand.dims = t.dim();
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    operand.sizes[d] = t.size(d);
+    operand.strides[d] = t.stride(d);
   }
-  return bits;
-}
-
-int64_t programsFor(const std::map<std::string, int64_t> &config, int64_t m, int64_t n) {
-  int64_t blockM = config.at("BLOCK_M"), blockN = config.at("BLOCK_N");
-  return ((m + blockM - 1) / blockM) * ((n + blockN - 1) / blockN);
+  operand.elementBytes = t.element_size();
+  return operand;
 }
 
 } // namespace
@@ -125,7 +95,7 @@ tile::binding::MatmulCall::withConfig(const std::map<std::string, int64_t> &knob
   tuned.config = ops::withCurrentSpellings(tuned.config, *target);
   if (!knobs.count("num_stages"))
     tuned.config = ops::withStagesThatFit(tuned.config, *target, tuned.dtypes.at(0));
-  int64_t programs = programsFor(tuned.config, c.size(0), c.size(1));
+  int64_t programs = runtime::matmulPrograms(tuned.config, c.size(0), c.size(1));
   if (programs > std::numeric_limits<int32_t>::max())
     throw std::invalid_argument("the config needs more than 2**31 program instances");
   return {tuned, programs};
@@ -157,16 +127,18 @@ void tile::binding::prepareMatmul(MatmulCall &call, const char *op, const at::Te
   if (m == 0 || n == 0)
     return;
 
-  int64_t biasStride = bias ? bias->stride(0) : 0;
-  constexpr int64_t int32Max = std::numeric_limits<int32_t>::max();
-  bool fits32 = std::max({m, n, k, maxOffset(call.a), maxOffset(call.b), maxOffset(call.c),
-                          bias ? maxOffset(*bias) : 0}) < int32Max;
+  auto aOperand = operandOf(call.a), bOperand = operandOf(call.b), cOperand = operandOf(call.c);
+  std::optional<runtime::StridedOperand> biasOperand;
+  if (bias)
+    biasOperand = operandOf(*bias);
+  const runtime::StridedOperand *biasOrNone = biasOperand ? &*biasOperand : nullptr;
+  int64_t indexBits = runtime::matmulIndexBits(m, n, k, aOperand, bOperand, cOperand, biasOrNone);
   runtime::CallSignature &signature = call.signature;
   signature[kOp] = negativeSlope ? 1 : 0;
   signature[kInput] = static_cast<int64_t>(a.scalar_type());
   signature[kOutput] = static_cast<int64_t>(out);
   signature[kBias] = bias ? static_cast<int64_t>(bias->scalar_type()) : -1;
-  signature[kIndexBits] = fits32 ? 32 : 64;
+  signature[kIndexBits] = indexBits;
   signature[kM] = m;
   signature[kN] = n;
   signature[kK] = k;
@@ -175,10 +147,10 @@ void tile::binding::prepareMatmul(MatmulCall &call, const char *op, const at::Te
   // keeps one kernel per dtype and config.
   if (target.kind != TargetKind::Cpu) {
     // Bit 6: the bias's stride.
-    signature[kUnitStrides] = unitStrides({&call.a, &call.b, &call.c}) |
-                              (bias && (biasStride == 1 || n == 1) ? 1 << 6 : 0);
+    signature[kUnitStrides] = runtime::unitStrideBits({&aOperand, &bOperand, &cOperand}) |
+                              (bias && (bias->stride(0) == 1 || n == 1) ? 1 << 6 : 0);
     int64_t sizes = (m % 16 == 0 ? 1 : 0) | (n % 16 == 0 ? 2 : 0) | (k % 16 == 0 ? 4 : 0);
-    signature[kDivisibility] = divisibility16({&call.a, &call.b, &call.c}) | sizes << 3;
+    signature[kDivisibility] = runtime::divisibility16Bits({&aOperand, &bOperand, &cOperand}) | sizes << 3;
   }
   // float32 on NVIDIA follows torch's float32 matmul precision, as torch.matmul does:
   // 'highest' keeps exact FMAs, 'high' and 'medium' let cuBLAS (and so tile) use TF32.
@@ -187,31 +159,13 @@ void tile::binding::prepareMatmul(MatmulCall &call, const char *op, const at::Te
                          : -1;
   signature[kDevice] = a.device().index();
 
-  call.aPtr = call.a.data_ptr();
-  call.bPtr = call.b.data_ptr();
-  call.cPtr = call.c.data_ptr();
-  int64_t wide[10] = {m, n, k, call.a.stride(0), call.a.stride(1), call.b.stride(0),
-                      call.b.stride(1), call.c.stride(0), call.c.stride(1), biasStride};
-  std::copy(std::begin(wide), std::end(wide), call.wide);
-  std::copy(std::begin(wide), std::end(wide), call.narrow);
-  call.slope = static_cast<float>(negativeSlope.value_or(0.0));
-  auto index = [&](int i) { return fits32 ? static_cast<void *>(&call.narrow[i]) : &call.wide[i]; };
-  // The kernel's arguments in order (ops/matmul.cpp): a, b, c, M, N, K, the strides,
-  // negative_slope for matmul_leaky_relu, then the bias and its stride.
-  int arg = 0;
-  call.args[arg++] = &call.aPtr;
-  call.args[arg++] = &call.bPtr;
-  call.args[arg++] = &call.cPtr;
-  for (int i = 0; i < 9; ++i)
-    call.args[arg++] = index(i);
-  if (negativeSlope)
-    call.args[arg++] = &call.slope;
-  if (bias) {
+  if (bias)
     call.bias = *bias;
-    call.biasPtr = call.bias.data_ptr();
-    call.args[arg++] = &call.biasPtr;
-    call.args[arg++] = index(9);
-  }
+  int64_t cStrides[2] = {call.c.stride(0), call.c.stride(1)};
+  std::optional<float> slope;
+  if (negativeSlope)
+    slope = static_cast<float>(*negativeSlope);
+  call.arguments.pack(aOperand, bOperand, call.c.data_ptr(), cStrides, biasOrNone, slope, indexBits);
 }
 
 void tile::binding::MatmulCall::specify() {
@@ -229,7 +183,7 @@ void tile::binding::MatmulCall::specify() {
   }
   if (signature[kTf32] >= 0)
     spec.config["allow_tf32"] = signature[kTf32];
-  programs = programsFor(spec.config, signature[kM], signature[kN]);
+  programs = runtime::matmulPrograms(spec.config, signature[kM], signature[kN]);
   TORCH_CHECK(programs <= std::numeric_limits<int32_t>::max(), op, ": a ", signature[kM], "x",
               signature[kN], " result needs more than 2**31 program instances");
 }

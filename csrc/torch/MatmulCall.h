@@ -5,6 +5,7 @@
 
 #include "ops/KernelSpec.h"
 #include "runtime/LaunchPlans.h"
+#include "runtime/MatmulArguments.h"
 #include "tile/Compiler/Target.h"
 
 #include <ATen/core/Tensor.h>
@@ -24,13 +25,8 @@ struct MatmulCall {
   runtime::CallSignature signature{};
   ops::KernelSpec spec; ///< made by specify()
   int64_t programs = 0; ///< program instances, one per BLOCK_M x BLOCK_N block of c
-  const void *aPtr = nullptr, *bPtr = nullptr;
-  void *cPtr = nullptr;
-  const void *biasPtr = nullptr;
-  int64_t wide[10] = {}; ///< M, N, K, the six strides of a, b, c, the bias's stride
-  int32_t narrow[10] = {};
-  float slope = 0;
-  void *args[15] = {};
+  runtime::MatmulArguments arguments; ///< the kernel's, packed
+  void **args() { return arguments.args; }
 
   /// c has no elements: nothing to launch.
   bool empty() const { return c.numel() == 0; }

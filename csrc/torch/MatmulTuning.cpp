@@ -10,24 +10,6 @@
 
 namespace {
 
-int64_t nextPowerOfTwo(int64_t value) {
-  int64_t power = 1;
-  while (power < value)
-    power <<= 1;
-  return power;
-}
-
-/// "matmul_leaky_relu[f16,f32] 1024x512x4096": shapes share a winner within a
-/// power-of-two bucket of each of M, N and K, as Inductor buckets its autotuning.
-std::string problemText(const tile::binding::MatmulCall &call) {
-  std::string text = call.spec.op + "[";
-  for (size_t i = 0; i < call.spec.dtypes.size(); ++i)
-    text += (i ? "," : "") + call.spec.dtypes[i];
-  return text + "] " + std::to_string(nextPowerOfTwo(call.c.size(0))) + "x" +
-         std::to_string(nextPowerOfTwo(call.c.size(1))) + "x" +
-         std::to_string(nextPowerOfTwo(call.a.size(1)));
-}
-
 double toleranceFor(at::ScalarType type) {
   switch (type) {
   case at::kHalf:
@@ -112,7 +94,10 @@ tile::binding::chooseMatmulConfig(const MatmulCall &call, const Target &target,
       return runtime::measureSeconds([&] { launch(spec, programs); }, sync);
     };
   // Candidates are listed for "matmul"; the fused epilogue shares them.
-  auto winner = tuner.tuned("matmul", problemText(call), target, measure);
+  auto winner = tuner.tuned("matmul",
+                            runtime::matmulTuningBucket(call.spec.op, call.spec.dtypes, call.c.size(0),
+                                                        call.c.size(1), call.a.size(1)),
+                            target, measure);
   if (!winner)
     return {call.spec, call.programs};
   return call.withConfig(*winner);

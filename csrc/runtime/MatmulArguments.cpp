@@ -1,0 +1,96 @@
+#include "runtime/MatmulArguments.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
+using namespace tile::runtime;
+
+int64_t StridedOperand::maxOffset() const {
+  int64_t offset = 0;
+  for (int64_t d = 0; d < dims; ++d)
+    offset += std::max<int64_t>(sizes[d] - 1, 0) * strides[d];
+  return offset;
+}
+
+int64_t tile::runtime::unitStrideBits(std::initializer_list<const StridedOperand *> operands) {
+  int64_t bits = 0, bit = 0;
+  for (const StridedOperand *operand : operands)
+    for (int64_t d = 0; d < 2; ++d, ++bit)
+      if (operand->strides[d] == 1 || operand->sizes[d] == 1)
+        bits |= int64_t(1) << bit;
+  return bits;
+}
+
+int64_t tile::runtime::divisibility16Bits(std::initializer_list<const StridedOperand *> operands) {
+  int64_t bits = 0, bit = 0;
+  for (const StridedOperand *operand : operands) {
+    bool aligned = reinterpret_cast<uintptr_t>(operand->data) % 16 == 0;
+    for (int64_t d = 0; d < 2; ++d)
+      if (!(operand->strides[d] == 1 || operand->sizes[d] == 1))
+        aligned = aligned && (operand->strides[d] * operand->elementBytes) % 16 == 0;
+    if (aligned)
+      bits |= int64_t(1) << bit;
+    ++bit;
+  }
+  return bits;
+}
+
+int64_t tile::runtime::matmulIndexBits(int64_t m, int64_t n, int64_t k, const StridedOperand &a,
+                                       const StridedOperand &b, const StridedOperand &c,
+                                       const StridedOperand *bias) {
+  constexpr int64_t int32Max = std::numeric_limits<int32_t>::max();
+  int64_t largest = std::max({m, n, k, a.maxOffset(), b.maxOffset(), c.maxOffset(), bias ? bias->maxOffset() : 0});
+  return largest < int32Max ? 32 : 64;
+}
+
+int64_t tile::runtime::matmulPrograms(const std::map<std::string, int64_t> &config, int64_t m, int64_t n) {
+  int64_t blockM = config.at("BLOCK_M"), blockN = config.at("BLOCK_N");
+  return ((m + blockM - 1) / blockM) * ((n + blockN - 1) / blockN);
+}
+
+std::string tile::runtime::matmulTuningBucket(const std::string &op, const std::vector<std::string> &dtypes,
+                                              int64_t m, int64_t n, int64_t k) {
+  auto nextPowerOfTwo = [](int64_t value) {
+    int64_t power = 1;
+    while (power < value)
+      power <<= 1;
+    return power;
+  };
+  std::string text = op + "[";
+  for (size_t i = 0; i < dtypes.size(); ++i)
+    text += (i ? "," : "") + dtypes[i];
+  return text + "] " + std::to_string(nextPowerOfTwo(m)) + "x" + std::to_string(nextPowerOfTwo(n)) + "x" +
+         std::to_string(nextPowerOfTwo(k));
+}
+
+void MatmulArguments::pack(const StridedOperand &aOperand, const StridedOperand &bOperand, void *cData,
+                           const int64_t cStrides[2], const StridedOperand *biasOperand,
+                           std::optional<float> negativeSlope, int64_t indexBits) {
+  a = aOperand.data;
+  b = bOperand.data;
+  c = cData;
+  int64_t values[10] = {aOperand.sizes[0], bOperand.sizes[1], aOperand.sizes[1],
+                        aOperand.strides[0], aOperand.strides[1], bOperand.strides[0],
+                        bOperand.strides[1], cStrides[0], cStrides[1],
+                        biasOperand ? biasOperand->strides[0] : 0};
+  for (int i = 0; i < 10; ++i) {
+    wide[i] = values[i];
+    narrow[i] = static_cast<int32_t>(values[i]);
+  }
+  slope = negativeSlope.value_or(0.0f);
+  auto index = [&](int i) -> void * { return indexBits == 32 ? static_cast<void *>(&narrow[i]) : &wide[i]; };
+  int arg = 0;
+  args[arg++] = &a;
+  args[arg++] = &b;
+  args[arg++] = &c;
+  for (int i = 0; i < 9; ++i)
+    args[arg++] = index(i);
+  if (negativeSlope)
+    args[arg++] = &slope;
+  if (biasOperand) {
+    bias = biasOperand->data;
+    args[arg++] = &bias;
+    args[arg++] = index(9);
+  }
+}

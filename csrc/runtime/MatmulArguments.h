@@ -1,0 +1,70 @@
+// The plain-data side of a matmul call, the same for every caller of the runtime (the
+// torch binding, or a C++ program without LibTorch): the index width and the layout facts
+// a kernel is specialized on, the program instances a config needs, the autotuning bucket
+// a shape falls in, and the kernel's arguments packed in order.
+#ifndef TILE_RUNTIME_MATMULARGUMENTS_H
+#define TILE_RUNTIME_MATMULARGUMENTS_H
+
+#include <cstdint>
+#include <initializer_list>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tile::runtime {
+
+/// A 1-D or 2-D strided tensor as a kernel reads it.
+struct StridedOperand {
+  const void *data = nullptr;
+  int64_t dims = 2;
+  int64_t sizes[2] = {1, 1};
+  int64_t strides[2] = {0, 0};
+  int64_t elementBytes = 1;
+
+  /// The largest element offset the kernel forms for it (0 when it is empty).
+  int64_t maxOffset() const;
+};
+
+/// Bit 2i + d set where dimension d of the i-th operand (a, b, c) has stride 1, or size
+/// 1 (its stride then never moves an offset): the kernel takes those strides as the
+/// constant 1 and learns at compile time which dimension is contiguous.
+int64_t unitStrideBits(std::initializer_list<const StridedOperand *> operands);
+
+/// Bit i set where the i-th operand starts on a 16-byte boundary and each of its strides
+/// other than 1 spans a multiple of 16 bytes: the kernel may then copy and store 16-byte
+/// runs with no run-time alignment check (Triton's divisibility-16 specialization).
+int64_t divisibility16Bits(std::initializer_list<const StridedOperand *> operands);
+
+/// 32 where M, N, K and the largest offset of a, b, c and the bias (when there is one)
+/// are below 2^31, else 64.
+int64_t matmulIndexBits(int64_t m, int64_t n, int64_t k, const StridedOperand &a, const StridedOperand &b,
+                        const StridedOperand &c, const StridedOperand *bias);
+
+/// Program instances of a config: one per BLOCK_M x BLOCK_N block of c.
+int64_t matmulPrograms(const std::map<std::string, int64_t> &config, int64_t m, int64_t n);
+
+/// "matmul_leaky_relu[f16,f32] 1024x512x4096": shapes share an autotuning winner within a
+/// power-of-two bucket of each of M, N and K, as Inductor buckets its autotuning.
+std::string matmulTuningBucket(const std::string &op, const std::vector<std::string> &dtypes,
+                               int64_t m, int64_t n, int64_t k);
+
+/// The kernel's arguments in the order ops/matmul.cpp declares them: a, b, c, M, N, K,
+/// the strides of a, b and c, negative_slope for matmul_leaky_relu, then the bias and its
+/// stride, with indices of the kernel's width. `args` points into this object, so it
+/// stays where it was packed.
+struct MatmulArguments {
+  const void *a = nullptr, *b = nullptr, *bias = nullptr;
+  void *c = nullptr;
+  int64_t wide[10] = {}; ///< M, N, K, the six strides of a, b, c, the bias's stride
+  int32_t narrow[10] = {};
+  float slope = 0;
+  void *args[15] = {};
+
+  void pack(const StridedOperand &a, const StridedOperand &b, void *c, const int64_t cStrides[2],
+            const StridedOperand *bias, std::optional<float> negativeSlope, int64_t indexBits);
+};
+
+} // namespace tile::runtime
+
+#endif

@@ -1,0 +1,100 @@
+// The plain-data side of a matmul call, without torch: index width at the 2^31 edge, the
+// layout bits a kernel is specialized on, program counts, tuning buckets, and the
+// kernel's arguments in the order ops/matmul.cpp declares them.
+#include "runtime/MatmulArguments.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+using namespace tile::runtime;
+
+namespace {
+
+StridedOperand matrix(const void *data, int64_t rows, int64_t cols, int64_t rowStride, int64_t colStride,
+                      int64_t elementBytes) {
+  StridedOperand operand;
+  operand.data = data;
+  operand.sizes[0] = rows;
+  operand.sizes[1] = cols;
+  operand.strides[0] = rowStride;
+  operand.strides[1] = colStride;
+  operand.elementBytes = elementBytes;
+  return operand;
+}
+
+alignas(16) char storage[64];
+
+TEST(MatmulArguments, IndexBitsWidenAtTwoToThe31) {
+  StridedOperand a = matrix(storage, 4, 8, 8, 1, 2), b = matrix(storage, 8, 4, 4, 1, 2);
+  StridedOperand c = matrix(storage, 4, 4, 4, 1, 2);
+  EXPECT_EQ(matmulIndexBits(4, 4, 8, a, b, c, nullptr), 32);
+  // The last element of a 65536 x 32768 view sits at 2^31 - 1, the largest int32, and
+  // takes 64-bit indices; one column fewer stays 32-bit.
+  StridedOperand large = matrix(storage, 65536, 32768, 32768, 1, 2);
+  EXPECT_EQ(large.maxOffset(), (int64_t(1) << 31) - 1);
+  EXPECT_EQ(matmulIndexBits(4, 4, 8, large, b, c, nullptr), 64);
+  StridedOperand justBelow = matrix(storage, 65536, 32767, 32768, 1, 2);
+  EXPECT_EQ(matmulIndexBits(4, 4, 8, justBelow, b, c, nullptr), 32);
+  // A bias far out along its stride widens the indices too; so does a size.
+  StridedOperand bias;
+  bias.data = storage;
+  bias.dims = 1;
+  bias.sizes[0] = 4;
+  bias.strides[0] = int64_t(1) << 30;
+  EXPECT_EQ(matmulIndexBits(4, 4, 8, a, b, c, &bias), 64);
+  EXPECT_EQ(matmulIndexBits(int64_t(1) << 31, 4, 8, a, b, c, nullptr), 64);
+}
+
+TEST(MatmulArguments, LayoutBitsFollowStridesAndAlignment) {
+  StridedOperand rowMajor = matrix(storage, 16, 32, 32, 1, 2);
+  StridedOperand transposed = matrix(storage, 16, 32, 1, 16, 2);
+  StridedOperand oneRow = matrix(storage, 1, 32, 7, 1, 2);
+  // a row-major (bit 1), b transposed (bit 2), c with one row: both of its bits.
+  EXPECT_EQ(unitStrideBits({&rowMajor, &transposed, &oneRow}), 0b110110);
+  // 16-byte aligned data with strides of 64 and 32 bytes; then a start 2 bytes in, and a
+  // row stride of 14 bytes.
+  StridedOperand offset = matrix(storage + 2, 16, 32, 32, 1, 2);
+  StridedOperand oddStride = matrix(storage, 16, 7, 7, 1, 2);
+  EXPECT_EQ(divisibility16Bits({&rowMajor, &transposed, &offset}), 0b011);
+  EXPECT_EQ(divisibility16Bits({&oddStride, &rowMajor, &oneRow}), 0b110);
+}
+
+TEST(MatmulArguments, ProgramsAndTuningBuckets) {
+  std::map<std::string, int64_t> config{{"BLOCK_M", 128}, {"BLOCK_N", 256}};
+  EXPECT_EQ(matmulPrograms(config, 4096, 4096), 32 * 16);
+  EXPECT_EQ(matmulPrograms(config, 129, 1), 2);
+  EXPECT_EQ(matmulTuningBucket("matmul_leaky_relu", {"f16", "f32"}, 1000, 512, 4097),
+            "matmul_leaky_relu[f16,f32] 1024x512x8192");
+}
+
+TEST(MatmulArguments, PackedInTheKernelsOrder) {
+  alignas(16) static char a[16], b[16], c[16], bias[16];
+  StridedOperand aOperand = matrix(a, 3, 5, 5, 1, 4), bOperand = matrix(b, 5, 7, 1, 5, 4);
+  StridedOperand biasOperand;
+  biasOperand.data = bias;
+  biasOperand.dims = 1;
+  biasOperand.sizes[0] = 7;
+  biasOperand.strides[0] = 2;
+  int64_t cStrides[2] = {7, 1};
+  MatmulArguments packed;
+  packed.pack(aOperand, bOperand, c, cStrides, &biasOperand, 0.25f, 32);
+  EXPECT_EQ(*static_cast<const void **>(packed.args[0]), a);
+  EXPECT_EQ(*static_cast<const void **>(packed.args[1]), b);
+  EXPECT_EQ(*static_cast<void **>(packed.args[2]), c);
+  int32_t expected[9] = {3, 7, 5, 5, 1, 1, 5, 7, 1}; // M, N, K, then a's, b's and c's strides
+  for (int i = 0; i < 9; ++i)
+    EXPECT_EQ(*static_cast<int32_t *>(packed.args[3 + i]), expected[i]) << "index argument " << i;
+  EXPECT_EQ(*static_cast<float *>(packed.args[12]), 0.25f);
+  EXPECT_EQ(*static_cast<const void **>(packed.args[13]), bias);
+  EXPECT_EQ(*static_cast<int32_t *>(packed.args[14]), 2);
+
+  // 64-bit indices, no slope (matmul) and no bias: the strides end the list.
+  MatmulArguments plain;
+  plain.pack(aOperand, bOperand, c, cStrides, nullptr, std::nullopt, 64);
+  EXPECT_EQ(*static_cast<int64_t *>(plain.args[3]), 3);
+  EXPECT_EQ(*static_cast<int64_t *>(plain.args[11]), 1);
+  EXPECT_EQ(plain.args[12], nullptr);
+}
+
+} // namespace
