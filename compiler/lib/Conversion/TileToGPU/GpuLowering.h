@@ -222,8 +222,8 @@ Value dynamicSharedArray(OpBuilder &b, Operation *op, int64_t alignment);
 constexpr llvm::StringLiteral kEpilogueSharedBytesAttr = "tile.epilogue_shared_bytes";
 
 /// The store of a 2-D block in the m16n8 accumulator layout (mma.sync, wgmma), whose
-/// lanes hold pairs of columns: through shared memory, so that each lane stores whole
-/// 16-byte rows pieces. Only where the destination is proven 16-byte aligned with unit
+/// lanes hold pairs of columns: through shared memory, so that each lane stores
+/// 16-byte pieces of rows. Only where the destination is proven 16-byte aligned with unit
 /// column stride and whole 16-byte pieces in or out of bounds; false otherwise.
 bool storeThroughShared(StoreOp op, Value value, ConversionPatternRewriter &rewriter, const Distribution &dist);
 
