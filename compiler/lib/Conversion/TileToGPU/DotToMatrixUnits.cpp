@@ -495,11 +495,8 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
             on = arith::AndIOp::create(
                 b, loc, on, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, inner32, validInner));
             Value ignore = arith::XOrIOp::create(b, loc, on, arith::ConstantIntOp::create(b, loc, 1, 1));
-            LLVM::InlineAsmOp::create(b, loc, TypeRange{}, ValueRange{dst, src, ignore},
-                                      "cp.async.cg.shared.global [$0], [$1], 16, $2;", "r,l,b",
-                                      /*has_side_effects=*/true, /*is_align_stack=*/false,
-                                      LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
-                                      ArrayAttr());
+            inlinePtx(b, loc, "cp.async.cg.shared.global [$0], [$1], 16, $2;", 0, "r,l,b",
+                      ValueRange{dst, src, ignore}, {});
             return;
           }
           // The run's elements inside the matrix, 0 .. run, are copied; the rest is zero.

@@ -227,6 +227,11 @@ constexpr llvm::StringLiteral kEpilogueSharedBytesAttr = "tile.epilogue_shared_b
 /// column stride and whole 16-byte pieces in or out of bounds; false otherwise.
 bool storeThroughShared(StoreOp op, Value value, ConversionPatternRewriter &rewriter, const Distribution &dist);
 
+/// A side-effecting PTX statement: `results` f32 outputs, then `operands` (with
+/// `operandConstraints`), then `tied` inputs that share the outputs' registers.
+Value inlinePtx(OpBuilder &b, Location loc, StringRef ptx, int64_t results, StringRef operandConstraints,
+                ValueRange operands, ValueRange tied);
+
 /// The i32 constant `value`.
 Value i32Constant(OpBuilder &b, Location loc, int64_t value);
 

@@ -100,6 +100,29 @@ Value mlir::tile::gpu_lowering::dynamicSharedArray(OpBuilder &b, Operation *op, 
                                    symbol);
 }
 
+Value mlir::tile::gpu_lowering::inlinePtx(OpBuilder &b, Location loc, StringRef ptx, int64_t results,
+                                          StringRef operandConstraints, ValueRange operands, ValueRange tied) {
+  std::string constraints;
+  for (int64_t i = 0; i < results; ++i)
+    constraints += (i ? ",=f" : "=f");
+  if (!operandConstraints.empty())
+    constraints += (constraints.empty() ? "" : ",") + operandConstraints.str();
+  for (int64_t i = 0; i < int64_t(tied.size()); ++i)
+    constraints += "," + std::to_string(i);
+  SmallVector<Value> all(operands);
+  all.append(tied.begin(), tied.end());
+  Type resultType;
+  if (results > 0) {
+    SmallVector<Type> fields(results, b.getF32Type());
+    resultType = LLVM::LLVMStructType::getLiteral(b.getContext(), fields);
+  }
+  auto op = LLVM::InlineAsmOp::create(b, loc, resultType ? TypeRange{resultType} : TypeRange{}, all, ptx,
+                                      constraints, /*has_side_effects=*/true, /*is_align_stack=*/false,
+                                      LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
+                                      ArrayAttr());
+  return results > 0 ? op.getResult(0) : Value();
+}
+
 Value mlir::tile::gpu_lowering::i32Constant(OpBuilder &b, Location loc, int64_t value) {
   return arith::ConstantIntOp::create(b, loc, b.getI32Type(), value);
 }

@@ -40,31 +40,6 @@ int64_t swizzleMode(int64_t rowBytes) {
   return -1;
 }
 
-/// A side-effecting PTX statement with `results` f32 outputs tied to `tied` inputs
-/// after `operands` (constraints given for those).
-Value inlinePtx(OpBuilder &b, Location loc, StringRef ptx, int64_t results, StringRef operandConstraints,
-                ValueRange operands, ValueRange tied) {
-  std::string constraints;
-  for (int64_t i = 0; i < results; ++i)
-    constraints += (i ? ",=f" : "=f");
-  if (!operandConstraints.empty())
-    constraints += (constraints.empty() ? "" : ",") + operandConstraints.str();
-  for (int64_t i = 0; i < int64_t(tied.size()); ++i)
-    constraints += "," + std::to_string(i);
-  SmallVector<Value> all(operands);
-  all.append(tied.begin(), tied.end());
-  Type resultType;
-  if (results > 0) {
-    SmallVector<Type> fields(results, b.getF32Type());
-    resultType = LLVM::LLVMStructType::getLiteral(b.getContext(), fields);
-  }
-  auto op = LLVM::InlineAsmOp::create(b, loc, resultType ? TypeRange{resultType} : TypeRange{}, all, ptx,
-                                      constraints, /*has_side_effects=*/true, /*is_align_stack=*/false,
-                                      LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
-                                      ArrayAttr());
-  return results > 0 ? op.getResult(0) : Value();
-}
-
 SmallVector<Value> elementsOf(OpBuilder &b, Location loc, Value vector, int64_t first, int64_t count) {
   SmallVector<Value> elements;
   for (int64_t i = 0; i < count; ++i)
