@@ -9,7 +9,6 @@
 #include "llvm/Support/Program.h"
 
 #include <fstream>
-
 #include <regex>
 #include <sstream>
 
