@@ -921,8 +921,8 @@ Value DotOnGpu::fragmentsAndMultiply(ConversionPatternRewriter &rewriter, Locati
   auto div = [&](Value x, int64_t y) { return arith::DivUIOp::create(rewriter, loc, x, c(y)).getResult(); };
   auto rem = [&](Value x, int64_t y) { return arith::RemUIOp::create(rewriter, loc, x, c(y)).getResult(); };
   auto mul = [&](Value x, int64_t y) { return arith::MulIOp::create(rewriter, loc, x, c(y)).getResult(); };
-  int64_t m = pa.rows, k = pa.cols, n = pb.cols;
-  Value waveRow = mul(w.waveM, m / layout.warpsM);
+  int64_t k = pa.cols, n = pb.cols;
+  Value waveRow = waveRowBase(rewriter, loc, layout, w.waveM);
   Value waveCol = mul(w.waveN, n / layout.warpsN);
   int64_t perLane = layout.tile.perLane;
   int64_t bytes = elementBytes(input);
