@@ -221,6 +221,13 @@ Value dynamicSharedArray(OpBuilder &b, Operation *op, int64_t alignment);
 /// kDynamicSharedBytesAttrName.
 constexpr llvm::StringLiteral kEpilogueSharedBytesAttr = "tile.epilogue_shared_bytes";
 
+/// Proven at compile time from the kernel's divisibility promises, for a 2-D store at
+/// `lanes` under `mask` (null: none): unit column stride, every row starting at a
+/// multiple of `alignElements`, and column bounds that are multiples of `run`, so that
+/// each run of `run` columns is all in or all out. `bounds` receives the mask's bounds.
+bool wholeRunsProven(const AffineLanes &lanes, Value mask, const Distribution &dist, int64_t alignElements,
+                     int64_t run, std::optional<LaneBounds> *bounds = nullptr);
+
 /// The store of a 2-D block in the m16n8 accumulator layout (mma.sync, wgmma), whose
 /// lanes hold pairs of columns: through shared memory, so that each lane stores
 /// 16-byte pieces of rows. Only where the destination is proven 16-byte aligned with unit

@@ -16,6 +16,27 @@ using namespace mlir;
 using namespace mlir::tile;
 using namespace mlir::tile::gpu_lowering;
 
+bool mlir::tile::gpu_lowering::wholeRunsProven(const AffineLanes &lanes, Value mask, const Distribution &dist,
+                                               int64_t alignElements, int64_t run,
+                                               std::optional<LaneBounds> *bounds) {
+  const Divisibility &known = dist.divisibility;
+  int64_t bytes = elementBytes(getPointeeType(lanes.basePtr.getType()));
+  if (lanes.strides[1].getConstant() != 1 || known.of(lanes.basePtr) < alignElements * bytes ||
+      !known.divides(lanes.offset, alignElements) || !known.divides(lanes.strides[0], alignElements))
+    return false;
+  if (!mask)
+    return true;
+  std::optional<LaneBounds> analyzed = analyzeLaneBounds(mask);
+  if (!analyzed || analyzed->upper.size() != 2)
+    return false;
+  for (const ScalarPoly &bound : analyzed->upper[1])
+    if (!known.divides(bound, run))
+      return false;
+  if (bounds)
+    *bounds = std::move(analyzed);
+  return true;
+}
+
 bool mlir::tile::gpu_lowering::storeThroughShared(StoreOp op, Value value, ConversionPatternRewriter &rewriter,
                                                   const Distribution &dist) {
   auto type = cast<RankedTensorType>(op.getPtr().getType());
@@ -32,19 +53,9 @@ bool mlir::tile::gpu_lowering::storeThroughShared(StoreOp op, Value value, Conve
   if (run * bytes >= 8 || layout.cols % per16 != 0)
     return false;
   auto lanes = analyzeAffineLanes(op.getPtr());
-  const Divisibility &known = dist.divisibility;
-  if (!lanes || lanes->strides[1].getConstant() != 1 || known.of(lanes->basePtr) < 16 ||
-      !known.divides(lanes->offset, per16) || !known.divides(lanes->strides[0], per16))
-    return false;
   std::optional<LaneBounds> bounds;
-  if (op.getMask()) {
-    bounds = analyzeLaneBounds(op.getMask());
-    if (!bounds || bounds->upper.size() != 2)
-      return false;
-    for (const ScalarPoly &bound : bounds->upper[1])
-      if (!known.divides(bound, per16))
-        return false;
-  }
+  if (!lanes || !wholeRunsProven(*lanes, op.getMask(), dist, per16, per16, &bounds))
+    return false;
 
   Location loc = op.getLoc();
   auto c = [&](int64_t v) { return i32Constant(rewriter, loc, v); };

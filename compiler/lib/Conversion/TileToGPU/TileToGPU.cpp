@@ -434,18 +434,8 @@ bool StoreLowering::storeRowRuns(StoreOp op, OpAdaptor adaptor, ConversionPatter
   // aligned to its width (up to 16 bytes: wider runs are stored 16 bytes at a time), and
   // the column bounds are multiples of the run, so a run's mask bits are all equal. Then
   // each run is one masked vector store, with no fallback.
-  const Divisibility &known = dist.divisibility;
-  int64_t alignBytes = std::min<int64_t>(run * bytes, 16), alignElements = alignBytes / bytes;
-  bool proven = lanes->strides[1].getConstant() == 1 && known.of(lanes->basePtr) >= alignBytes &&
-                known.divides(lanes->offset, alignElements) &&
-                known.divides(lanes->strides[0], alignElements);
-  if (proven && mask) {
-    auto bounds = analyzeLaneBounds(op.getMask());
-    proven = bounds && bounds->upper.size() == 2;
-    if (proven)
-      for (const ScalarPoly &bound : bounds->upper[1])
-        proven = proven && known.divides(bound, run);
-  }
+  int64_t alignBytes = std::min<int64_t>(run * bytes, 16);
+  bool proven = wholeRunsProven(*lanes, op.getMask(), dist, alignBytes / bytes, run);
   if (exchange) {
     // Only where the runs are proven whole and aligned; else element by element.
     if (!proven)

@@ -12,8 +12,6 @@
 // schedule a read of it (the epilogue's arithmetic) before the MMAs that write it are done.
 #include "GpuLowering.h"
 
-#include "tile/Conversion/BlockAccess.h"
-
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
@@ -111,8 +109,9 @@ Value mlir::tile::gpu_lowering::warpgroupMultiply(OpBuilder &b, Location loc, co
   Type i32 = b.getI32Type(), i64 = b.getI64Type();
   auto c32 = [&](int64_t v) { return i32Constant(b, loc, v); };
   auto c64 = [&](int64_t v) { return arith::ConstantIntOp::create(b, loc, i64, v).getResult(); };
-  // The descriptor of an operand's stage with its start `offsetBytes` further on:
-  // start address, leading and stride byte offsets (all >> 4) and the swizzle mode.
+  // The descriptor of an operand's stage: its start address, leading and stride byte
+  // offsets (all >> 4) and the swizzle mode. An instruction's descriptor adds its
+  // offset in the stage (>> 4) to the start address field.
   auto descriptorBase = [&](const WarpgroupOperand &operand) {
     const SharedLayout &shared = operand.shared;
     int64_t rowBytes = shared.chunk * operand.elementBytes;
