@@ -5,9 +5,9 @@
 #include "runtime/DiskCache.h"
 #include "runtime/KernelKey.h"
 #include "runtime/StageDump.h"
+#include "tile/Conversion/TileToCPU/TileToCPU.h"
 
 #include "mlir/IR/MLIRContext.h"
-#include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
 
@@ -16,24 +16,20 @@ using namespace tile;
 std::shared_ptr<const runtime::LoadedKernel>
 runtime::compileAndLoad(const ops::KernelSpec &spec, const Target &target) {
   auto start = std::chrono::steady_clock::now();
-  std::unique_ptr<mlir::MLIRContext> context = createContext();
-  mlir::OwningOpRef<mlir::ModuleOp> module = ops::buildKernel(*context, spec);
-  std::string tileIr;
-  llvm::raw_string_ostream stream(tileIr);
-  module->print(stream);
-
   auto kernel = std::make_shared<LoadedKernel>();
-  kernel->key = kernelKey(spec, target, tileIr);
+  kernel->key = kernelKey(spec, target);
   kernel->spec = spec.str();
   DiskCache &disk = DiskCache::global();
   std::string dumpDir = stageDumpDir();
+  // A warm cache is read without an MLIR context: the key stands for the tile IR, and
+  // building it would be half of a warm first call.
   std::optional<Binary> cached = disk.load(kernel->key, target);
   // A whole entry can still be the wrong binary or one that does not load: it is
-  // dropped and compiled again, never run.
-  auto [name, symbol] = kernelSymbols(*module, target);
-  if (cached && (cached->kernelName != name || cached->entrySymbol != symbol)) {
+  // dropped and compiled again, never run. The kernel builders name a kernel after its op.
+  std::string symbol = target.kind == TargetKind::Cpu ? mlir::tile::cpuEntryName(spec.op) : spec.op;
+  if (cached && (cached->kernelName != spec.op || cached->entrySymbol != symbol)) {
     disk.discard(kernel->key, target,
-                 "it holds " + cached->kernelName + " (" + cached->entrySymbol + "), not " + name);
+                 "it holds " + cached->kernelName + " (" + cached->entrySymbol + "), not " + spec.op);
     cached.reset();
   }
   if (cached && target.kind == TargetKind::Cpu) {
@@ -52,6 +48,8 @@ runtime::compileAndLoad(const ops::KernelSpec &spec, const Target &target) {
     if (!dumpDir.empty())
       dumpStages(dumpDir, spec, kernel->key, compileWithStages(spec, target));
   } else {
+    std::unique_ptr<mlir::MLIRContext> context = createContext();
+    mlir::OwningOpRef<mlir::ModuleOp> module = ops::buildKernel(*context, spec);
     CompileOptions options = ops::compileOptionsFor(spec);
     options.keepStages = !dumpDir.empty();
     kernel->binary = compile(*module, target, options);

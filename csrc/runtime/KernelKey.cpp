@@ -25,8 +25,7 @@ std::string runtime::sha256Hex(std::string_view data) {
   return llvm::toHex(digest, /*LowerCase=*/true);
 }
 
-std::string runtime::kernelKey(const ops::KernelSpec &spec, const Target &target,
-                               std::string_view tileIr) {
+std::string runtime::kernelKey(const ops::KernelSpec &spec, const Target &target) {
   // Length-prefixed fields, so no two field lists hash the same text.
   std::string material;
   auto field = [&](std::string_view name, std::string_view value) {
@@ -38,7 +37,6 @@ std::string runtime::kernelKey(const ops::KernelSpec &spec, const Target &target
   field("build", coreBuildId());
   field("toolchain", linkedToolchainIds());
   field("op", spec.op);
-  field("tile-ir", sha256Hex(tileIr));
   field("spec", spec.str());
   field("target", target.fullId());
   for (const auto &name : codegenEnvironment()) {

@@ -17,10 +17,11 @@ const std::vector<std::string> &codegenEnvironment();
 std::string sha256Hex(std::string_view data);
 
 /// sha256 over the compiler version and build id, the shared LLVM/MLIR libraries' build
-/// ids, the op and the hash of its tile IR,
-/// the config and dtypes, the full target (with CPU or GPU features) and the codegen
-/// environment: equal keys mean interchangeable binaries.
-std::string kernelKey(const ops::KernelSpec &spec, const Target &target, std::string_view tileIr);
+/// ids, the op, the config and dtypes, the full target (with CPU or GPU features) and the
+/// codegen environment: equal keys mean interchangeable binaries. The kernel builders
+/// live in the core library, so its build id stands for the tile IR they produce: a
+/// warm cache is read without building the IR.
+std::string kernelKey(const ops::KernelSpec &spec, const Target &target);
 
 } // namespace tile::runtime
 
