@@ -298,6 +298,13 @@ std::optional<std::string> DiskCache::loadRecord(const std::string &key, const T
   return std::move(entry->payload);
 }
 
+std::optional<std::string> DiskCache::loadDriverCode(const std::string &key, const Target &target) {
+  auto entry = loadEntry(key, target, "driver-code", "compiling it again");
+  if (!entry)
+    return std::nullopt;
+  return std::move(entry->payload);
+}
+
 void DiskCache::storeEntry(const std::string &key, const Target &target, const char *payloadName,
                            const std::string &payload, MetaFields fields) {
   if (!writable())
@@ -356,4 +363,9 @@ void DiskCache::store(const std::string &key, const Binary &binary) {
 void DiskCache::storeRecord(const std::string &key, const Target &target,
                             const std::string &text) {
   storeEntry(key, target, "record", text, {{"kind", "record"}});
+}
+
+void DiskCache::storeDriverCode(const std::string &key, const Target &target,
+                                const std::string &code) {
+  storeEntry(key, target, "driver-code", code, {{"kind", "driver-code"}});
 }

@@ -41,6 +41,12 @@ public:
   std::optional<std::string> loadRecord(const std::string &key, const Target &target);
   void storeRecord(const std::string &key, const Target &target, const std::string &text);
 
+  /// Machine code a GPU driver made of a kernel's portable code (CUDA's cubin of its
+  /// PTX), under a key of its own that names the driver and device:
+  /// <root>/<target>/<key>/{driver-code, meta.json}.
+  std::optional<std::string> loadDriverCode(const std::string &key, const Target &target);
+  void storeDriverCode(const std::string &key, const Target &target, const std::string &code);
+
   std::string root() const;
   /// Moves the cache to another folder (torch_tile.config.cache_dir); "" turns it off.
   /// Entries already stored stay where they are.

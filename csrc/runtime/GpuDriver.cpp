@@ -101,6 +101,15 @@ const GpuDriver &tile::runtime::cudaDriver() {
   loaded.launchKernel = symbol<decltype(loaded.launchKernel)>(loaded.library, "cuLaunchKernel", loaded.path);
   loaded.funcSetAttribute =
       symbol<decltype(loaded.funcSetAttribute)>(loaded.library, "cuFuncSetAttribute", loaded.path);
+  loaded.linkCreate = symbol<decltype(loaded.linkCreate)>(loaded.library, "cuLinkCreate_v2", loaded.path);
+  loaded.linkAddData = symbol<decltype(loaded.linkAddData)>(loaded.library, "cuLinkAddData_v2", loaded.path);
+  loaded.linkComplete = symbol<decltype(loaded.linkComplete)>(loaded.library, "cuLinkComplete", loaded.path);
+  loaded.linkDestroy = symbol<decltype(loaded.linkDestroy)>(loaded.library, "cuLinkDestroy", loaded.path);
+  loaded.driverGetVersion =
+      symbol<decltype(loaded.driverGetVersion)>(loaded.library, "cuDriverGetVersion", loaded.path);
+  loaded.ctxGetDevice = symbol<decltype(loaded.ctxGetDevice)>(loaded.library, "cuCtxGetDevice", loaded.path);
+  loaded.deviceGetAttribute =
+      symbol<decltype(loaded.deviceGetAttribute)>(loaded.library, "cuDeviceGetAttribute", loaded.path);
   loaded.describe = describeCuda;
   driver = loaded;
   return driver;

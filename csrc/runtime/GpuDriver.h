@@ -1,6 +1,7 @@
 #ifndef TILE_RUNTIME_GPUDRIVER_H
 #define TILE_RUNTIME_GPUDRIVER_H
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,18 @@ struct GpuDriver {
   /// The attribute id of the most dynamic shared memory a launch may give the function
   /// (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES).
   int maxDynamicSharedAttribute = 8;
+  /// CUDA's linker (cuLinkCreate/AddData/Complete/Destroy), which compiles PTX to the
+  /// current device's cubin and hands it back, so it can be kept on disk; with the
+  /// driver's version and the current device's compute capability, which the cubin
+  /// depends on. Null in HIP's table (code objects are machine code already).
+  int (*linkCreate)(unsigned numOptions, int *options, void **optionValues, void **state) = nullptr;
+  int (*linkAddData)(void *state, int inputType, void *data, size_t size, const char *name,
+                     unsigned numOptions, int *options, void **optionValues) = nullptr;
+  int (*linkComplete)(void *state, void **image, size_t *size) = nullptr;
+  int (*linkDestroy)(void *state) = nullptr;
+  int (*driverGetVersion)(int *version) = nullptr;
+  int (*ctxGetDevice)(int *device) = nullptr;
+  int (*deviceGetAttribute)(int *value, int attribute, int device) = nullptr;
   /// The driver's text for a status.
   std::string (*describe)(const GpuDriver &driver, int status) = nullptr;
   void *library = nullptr; ///< dlopen handle, kept for describe()

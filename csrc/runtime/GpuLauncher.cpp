@@ -1,5 +1,7 @@
 #include "runtime/GpuLauncher.h"
 
+#include "runtime/DriverCode.h"
+
 #include <stdexcept>
 
 using namespace tile;
@@ -17,11 +19,17 @@ void *GpuLauncher::functionFor(const LoadedKernel &kernel, int device) {
   if (found != functions_.end())
     return found->second;
   void *module = nullptr, *function = nullptr;
-  // PTX is text and the driver reads it up to its terminating NUL.
-  std::string image = kernel.binary.object;
-  if (kernel.binary.target.kind == TargetKind::Cuda)
-    image.push_back('\0');
-  if (int status = driver_.moduleLoadData(&module, image.data()))
+  DriverImage image = driverImage(driver_, kernel, disk_);
+  int status = driver_.moduleLoadData(&module, image.bytes.data());
+  if (status && image.fromDisk) {
+    // A cubin the driver no longer takes is dropped, and the PTX compiled again.
+    disk_.discard(image.diskKey, kernel.binary.target,
+                  "the driver refused it: " + (driver_.describe ? driver_.describe(driver_, status)
+                                                                : std::to_string(status)));
+    image = driverImage(driver_, kernel, disk_);
+    status = driver_.moduleLoadData(&module, image.bytes.data());
+  }
+  if (status)
     fail("module load", kernel, status);
   if (int status = driver_.moduleGetFunction(&function, module, kernel.binary.entrySymbol.c_str()))
     fail("lookup of " + kernel.binary.entrySymbol, kernel, status);

@@ -2,6 +2,7 @@
 #define TILE_RUNTIME_GPULAUNCHER_H
 
 #include "runtime/CpuLauncher.h"
+#include "runtime/DiskCache.h"
 #include "runtime/GpuDriver.h"
 #include "runtime/LoadedKernel.h"
 
@@ -13,7 +14,9 @@ namespace tile::runtime {
 /// Loads kernels into a GPU's driver (once per kernel and device) and launches them.
 class GpuLauncher {
 public:
-  explicit GpuLauncher(const GpuDriver &driver) : driver_(driver) {}
+  /// `disk` keeps the machine code the driver makes of portable (PTX) kernels.
+  explicit GpuLauncher(const GpuDriver &driver, DiskCache &disk = DiskCache::global())
+      : driver_(driver), disk_(disk) {}
 
   /// `deviceTarget` is the device's own target (e.g. hip:gfx942:sramecc+:xnack-): a
   /// binary compiled for another is refused with an error naming both, before the
@@ -28,6 +31,7 @@ private:
   [[noreturn]] void fail(const std::string &what, const LoadedKernel &kernel, int status) const;
 
   const GpuDriver &driver_;
+  DiskCache &disk_;
   std::mutex mutex_;
   std::map<std::pair<std::string, int>, void *> functions_; ///< (key, device) -> function
 };
