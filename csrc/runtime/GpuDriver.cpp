@@ -110,6 +110,9 @@ const GpuDriver &tile::runtime::cudaDriver() {
   loaded.ctxGetDevice = symbol<decltype(loaded.ctxGetDevice)>(loaded.library, "cuCtxGetDevice", loaded.path);
   loaded.deviceGetAttribute =
       symbol<decltype(loaded.deviceGetAttribute)>(loaded.library, "cuDeviceGetAttribute", loaded.path);
+  // Drivers before CUDA 12 have no tensor maps; kernels then copy with cp.async.
+  loaded.tensorMapEncodeTiled = reinterpret_cast<decltype(loaded.tensorMapEncodeTiled)>(
+      ::dlsym(loaded.library, "cuTensorMapEncodeTiled"));
   loaded.describe = describeCuda;
   driver = loaded;
   return driver;

@@ -2,6 +2,7 @@
 #define TILE_RUNTIME_GPUDRIVER_H
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,12 @@ struct GpuDriver {
   int (*driverGetVersion)(int *version) = nullptr;
   int (*ctxGetDevice)(int *device) = nullptr;
   int (*deviceGetAttribute)(int *value, int attribute, int device) = nullptr;
+  /// cuTensorMapEncodeTiled: encodes a tensor map for bulk tensor copies (CUDA 12 and
+  /// later; null where the driver has none).
+  int (*tensorMapEncodeTiled)(void *map, int dataType, unsigned rank, void *address,
+                              const uint64_t *sizes, const uint64_t *strides, const uint32_t *box,
+                              const uint32_t *elementStrides, int interleave, int swizzle,
+                              int l2Promotion, int outOfBoundsFill) = nullptr;
   /// The driver's text for a status.
   std::string (*describe)(const GpuDriver &driver, int status) = nullptr;
   void *library = nullptr; ///< dlopen handle, kept for describe()
