@@ -13,6 +13,7 @@
 #include <csignal>
 #include <fcntl.h>
 #include <iostream>
+#include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -288,6 +289,20 @@ std::optional<Binary> DiskCache::load(const std::string &key, const Target &targ
   binary.blockThreads = std::atoi(entry->meta["block_threads"].c_str());
   binary.dynamicSharedBytes = std::atoll(entry->meta["dynamic_shared_bytes"].c_str());
   binary.object = std::move(entry->payload);
+  // "operand,contiguous_dim,box_inner,box_outer,swizzle_bytes,data_type;..."
+  std::istringstream maps(entry->meta["tensor_maps"]);
+  for (std::string map; std::getline(maps, map, ';');) {
+    TensorMapParameter parameter;
+    char comma[5];
+    std::istringstream fields(map);
+    fields >> parameter.operand >> comma[0] >> parameter.contiguousDim >> comma[1] >> parameter.boxInner >>
+        comma[2] >> parameter.boxOuter >> comma[3] >> parameter.swizzleBytes >> comma[4] >> parameter.dataType;
+    if (!fields || std::string(comma, 5) != ",,,,,") {
+      discard(key, target, "its tensor maps read \"" + entry->meta["tensor_maps"] + "\"");
+      return std::nullopt;
+    }
+    binary.tensorMaps.push_back(parameter);
+  }
   return binary;
 }
 
@@ -352,12 +367,29 @@ void DiskCache::storeEntry(const std::string &key, const Target &target, const c
     llvm::sys::fs::remove_directories(tmp);
 }
 
+namespace {
+
+std::string tensorMapsText(const std::vector<TensorMapParameter> &maps) {
+  std::string text;
+  for (const TensorMapParameter &map : maps) {
+    if (!text.empty())
+      text += ";";
+    for (int64_t field : {map.operand, map.contiguousDim, map.boxInner, map.boxOuter, map.swizzleBytes, map.dataType})
+      text += std::to_string(field) + ",";
+    text.pop_back();
+  }
+  return text;
+}
+
+} // namespace
+
 void DiskCache::store(const std::string &key, const Binary &binary) {
   storeEntry(key, binary.target, "binary", binary.object,
              {{"kernel_name", binary.kernelName},
               {"entry_symbol", binary.entrySymbol},
               {"block_threads", std::to_string(binary.blockThreads)},
-              {"dynamic_shared_bytes", std::to_string(binary.dynamicSharedBytes)}});
+              {"dynamic_shared_bytes", std::to_string(binary.dynamicSharedBytes)},
+              {"tensor_maps", tensorMapsText(binary.tensorMaps)}});
 }
 
 void DiskCache::storeRecord(const std::string &key, const Target &target,

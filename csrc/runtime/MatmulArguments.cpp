@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <stdexcept>
+#include <string>
 
 using namespace tile::runtime;
 
@@ -93,4 +95,30 @@ void MatmulArguments::pack(const StridedOperand &aOperand, const StridedOperand 
     args[arg++] = &bias;
     args[arg++] = index(9);
   }
+  count = arg;
+  operands[0] = aOperand;
+  operands[1] = bOperand;
+}
+
+void **MatmulArguments::withTensorMaps(const std::vector<TensorMapParameter> &parameters,
+                                       TensorMapCache &cache) {
+  if (parameters.size() > 2)
+    throw std::runtime_error("a matmul kernel takes at most 2 tensor maps, this one " +
+                             std::to_string(parameters.size()));
+  for (size_t i = 0; i < parameters.size(); ++i) {
+    const TensorMapParameter &parameter = parameters[i];
+    if (parameter.operand != 0 && parameter.operand != 1)
+      throw std::runtime_error("a tensor map for operand " + std::to_string(parameter.operand) +
+                               " of a matmul (0: a, 1: b)");
+    uint32_t box[2] = {uint32_t(parameter.boxInner), uint32_t(parameter.boxOuter)};
+    TensorMapPlan plan = planTensorMap(operands[parameter.operand], int(parameter.contiguousDim),
+                                       TensorMapElement(parameter.dataType), box,
+                                       int(parameter.swizzleBytes));
+    if (!plan.refusal.empty())
+      throw std::runtime_error(std::string("no tensor map describes operand ") +
+                               (parameter.operand == 0 ? "a" : "b") + ": " + plan.refusal);
+    maps[i] = cache.get(plan.shape);
+    args[count + i] = maps[i].bytes;
+  }
+  return args;
 }

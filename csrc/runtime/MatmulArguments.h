@@ -5,6 +5,10 @@
 #ifndef TILE_RUNTIME_MATMULARGUMENTS_H
 #define TILE_RUNTIME_MATMULARGUMENTS_H
 
+#include "runtime/StridedOperand.h"
+#include "runtime/TensorMap.h"
+#include "tile/Compiler/Compile.h"
+
 #include <cstdint>
 #include <initializer_list>
 #include <map>
@@ -13,18 +17,6 @@
 #include <vector>
 
 namespace tile::runtime {
-
-/// A 1-D or 2-D strided tensor as a kernel reads it.
-struct StridedOperand {
-  const void *data = nullptr;
-  int64_t dims = 2;
-  int64_t sizes[2] = {1, 1};
-  int64_t strides[2] = {0, 0};
-  int64_t elementBytes = 1;
-
-  /// The largest element offset the kernel forms for it (0 when it is empty).
-  int64_t maxOffset() const;
-};
 
 /// Bit 2i + d set where dimension d of the i-th operand (a, b, c) has stride 1, or size
 /// 1 (its stride then never moves an offset): the kernel takes those strides as the
@@ -59,10 +51,18 @@ struct MatmulArguments {
   int64_t wide[10] = {}; ///< M, N, K, the six strides of a, b, c, the bias's stride
   int32_t narrow[10] = {};
   float slope = 0;
-  void *args[15] = {};
+  void *args[17] = {};
+  int count = 0; ///< arguments packed, before any tensor maps
+  StridedOperand operands[2]; ///< a and b, as packed
+  EncodedTensorMap maps[2];
 
   void pack(const StridedOperand &a, const StridedOperand &b, void *c, const int64_t cStrides[2],
             const StridedOperand *bias, std::optional<float> negativeSlope, int64_t indexBits);
+
+  /// `args` followed by the tensor maps a kernel takes (`parameters`, in its order), each
+  /// found in `cache` or encoded there. Throws std::runtime_error where a map cannot
+  /// describe its operand (the kernel was specialized on layout facts that promise it can).
+  void **withTensorMaps(const std::vector<TensorMapParameter> &parameters, TensorMapCache &cache);
 };
 
 } // namespace tile::runtime

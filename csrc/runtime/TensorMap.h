@@ -7,7 +7,7 @@
 #define TILE_RUNTIME_TENSORMAP_H
 
 #include "runtime/GpuDriver.h"
-#include "runtime/MatmulArguments.h"
+#include "runtime/StridedOperand.h"
 
 #include <cstdint>
 #include <map>

@@ -15,6 +15,7 @@
 #include "runtime/KernelCache.h"
 #include "ops/VectorAddConfig.h"
 #include "runtime/LaunchPlans.h"
+#include "runtime/TensorMap.h"
 #include "runtime/Autotuner.h"
 
 #include <ATen/cuda/CUDAContext.h>
@@ -84,6 +85,26 @@ void launch(const char *op, const tile::runtime::LoadedKernel &kernel, const at:
   }
 }
 
+tile::runtime::TensorMapCache &tensorMaps() {
+  static tile::runtime::TensorMapCache cache(tile::runtime::cudaDriver());
+  return cache;
+}
+
+/// A matmul kernel's launch: its arguments, with the tensor maps it takes (NVIDIA kernels
+/// whose operands arrive by bulk tensor copies), encoded for this call's operands.
+void launchMatmul(const char *op, tile::binding::MatmulCall &call, const tile::runtime::LoadedKernel &kernel,
+                  int64_t programs) {
+  void **args = call.args();
+  if (!kernel.binary.tensorMaps.empty()) {
+    try {
+      args = call.arguments.withTensorMaps(kernel.binary.tensorMaps, tensorMaps());
+    } catch (const std::runtime_error &error) {
+      TORCH_CHECK(false, op, ": ", error.what());
+    }
+  }
+  launch(op, kernel, call.a, args, programs);
+}
+
 std::shared_ptr<const tile::runtime::LoadedKernel> kernelFor(const char *op,
                                                              const tile::ops::KernelSpec &spec,
                                                              const tile::Target &target) {
@@ -141,12 +162,12 @@ at::Tensor matmulGpu(const char *op, const at::Tensor &a, const at::Tensor &b,
   if (call.empty())
     return call.c;
   if (auto plan = tile::runtime::reusePlan(call.signature)) {
-    launch(op, *plan->kernel, a, call.args(), plan->programs);
+    launchMatmul(op, call, *plan->kernel, plan->programs);
     return call.c;
   }
   call.specify();
   auto launchConfig = [&](const tile::ops::KernelSpec &spec, int64_t programs) {
-    launch(op, *kernelFor(op, spec, target), a, call.args(), programs);
+    launchMatmul(op, call, *kernelFor(op, spec, target), programs);
   };
   auto stream = at::cuda::getCurrentCUDAStream(a.get_device());
   // Under CUDA graph capture nothing may run: a known winner is used, else the default,
@@ -158,7 +179,7 @@ at::Tensor matmulGpu(const char *op, const at::Tensor &a, const at::Tensor &b,
   tile::runtime::LaunchPlan plan{kernelFor(op, spec, target), programs, 1};
   if (!capturing || !tile::runtime::Autotuner::global().enabled())
     tile::runtime::LaunchPlans::global().insert(call.signature, plan);
-  launch(op, *plan.kernel, a, call.args(), plan.programs);
+  launchMatmul(op, call, *plan.kernel, plan.programs);
   return call.c;
 }
 

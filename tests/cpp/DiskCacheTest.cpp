@@ -69,6 +69,7 @@ TEST_F(DiskCacheTest, StoresPrivatelyAndLoadsBack) {
   EXPECT_EQ(loaded->object, binary.object);
   EXPECT_EQ(loaded->entrySymbol, binary.entrySymbol);
   EXPECT_EQ(loaded->kernelName, binary.kernelName);
+  EXPECT_TRUE(loaded->tensorMaps.empty());
   EXPECT_EQ(modeOf(root), 0700u);
   EXPECT_EQ(modeOf(entry(key)), 0700u);
   EXPECT_EQ(modeOf(entry(key) + "/binary"), 0600u);
@@ -80,6 +81,23 @@ TEST_F(DiskCacheTest, StoresPrivatelyAndLoadsBack) {
        it != end && !ec; it.increment(ec))
     ++files;
   EXPECT_EQ(files, 1);
+}
+
+TEST_F(DiskCacheTest, KeepsTheTensorMapsAKernelTakes) {
+  DiskCache cache(root);
+  Binary binary = sampleBinary();
+  binary.tensorMaps = {{0, 1, 64, 128, 128, 6}, {1, 0, 32, 256, 64, 9}};
+  cache.store(key, binary);
+  auto loaded = cache.load(key, Target::host());
+  ASSERT_TRUE(loaded);
+  ASSERT_EQ(loaded->tensorMaps.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const TensorMapParameter &want = binary.tensorMaps[i], &got = loaded->tensorMaps[i];
+    EXPECT_EQ(std::vector<int64_t>({got.operand, got.contiguousDim, got.boxInner, got.boxOuter,
+                                    got.swizzleBytes, got.dataType}),
+              std::vector<int64_t>({want.operand, want.contiguousDim, want.boxInner, want.boxOuter,
+                                    want.swizzleBytes, want.dataType}));
+  }
 }
 
 TEST_F(DiskCacheTest, CorruptEntryIsRemovedNotLoaded) {

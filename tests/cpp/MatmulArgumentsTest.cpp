@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
+#include <stdexcept>
 
 using namespace tile::runtime;
 
@@ -95,6 +97,50 @@ TEST(MatmulArguments, PackedInTheKernelsOrder) {
   EXPECT_EQ(*static_cast<int64_t *>(plain.args[3]), 3);
   EXPECT_EQ(*static_cast<int64_t *>(plain.args[11]), 1);
   EXPECT_EQ(plain.args[12], nullptr);
+}
+
+int encodes = 0;
+int countingEncoder(void *map, int, unsigned, void *address, const uint64_t *, const uint64_t *,
+                    const uint32_t *, const uint32_t *, int, int, int, int) {
+  ++encodes;
+  std::memcpy(map, &address, sizeof(void *)); // a map that names its matrix
+  return 0;
+}
+
+TEST(MatmulArguments, TensorMapsFollowTheOtherArguments) {
+  alignas(16) static char a[16], b[16], c[16];
+  // f16 a 256x128 and b 128x512, row-major.
+  StridedOperand aOperand = matrix(a, 256, 128, 128, 1, 2), bOperand = matrix(b, 128, 512, 512, 1, 2);
+  int64_t cStrides[2] = {512, 1};
+  MatmulArguments packed;
+  packed.pack(aOperand, bOperand, c, cStrides, nullptr, 0.5f, 32);
+  ASSERT_EQ(packed.count, 13) << "a, b, c, 9 indices, the slope";
+  tile::runtime::GpuDriver driver;
+  driver.name = "CUDA";
+  driver.tensorMapEncodeTiled = countingEncoder;
+  TensorMapCache cache(driver);
+  std::vector<tile::TensorMapParameter> maps = {{0, 1, 64, 128, 128, 6}, {1, 1, 64, 64, 128, 6}};
+  encodes = 0;
+  void **args = packed.withTensorMaps(maps, cache);
+  EXPECT_EQ(args, packed.args);
+  for (int i = 0; i < 2; ++i) {
+    const void *named = nullptr;
+    std::memcpy(&named, args[13 + i], sizeof(void *));
+    EXPECT_EQ(named, i == 0 ? static_cast<const void *>(a) : static_cast<const void *>(b));
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(args[13 + i]) % 64, 0u) << "a map parameter is 64-byte aligned";
+  }
+  EXPECT_EQ(*static_cast<float *>(args[12]), 0.5f) << "the maps come after the slope";
+  packed.withTensorMaps(maps, cache);
+  EXPECT_EQ(encodes, 2) << "the second call finds both maps";
+  // A view the kernel's specialization promised a map for, but that none describes.
+  MatmulArguments misaligned;
+  misaligned.pack(matrix(a + 2, 256, 128, 128, 1, 2), bOperand, c, cStrides, nullptr, std::nullopt, 32);
+  try {
+    misaligned.withTensorMaps(maps, cache);
+    FAIL() << "expected an error";
+  } catch (const std::runtime_error &error) {
+    EXPECT_NE(std::string(error.what()).find("operand a: its data starts at"), std::string::npos) << error.what();
+  }
 }
 
 } // namespace

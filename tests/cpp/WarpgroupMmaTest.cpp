@@ -36,18 +36,26 @@ std::map<std::string, int64_t> alignedConfig(const std::string &dtype, int64_t u
   return config;
 }
 
-std::string ptxOf(const std::string &dtype, const std::map<std::string, int64_t> &config,
-                  const std::string &out = "") {
+Binary binaryOf(const std::string &dtype, const std::map<std::string, int64_t> &config,
+                const std::string &out = "") {
   ops::KernelSpec spec{"matmul", {dtype, out.empty() ? (dtype == "i8" ? "i32" : dtype) : out}, config};
   auto context = createContext();
   auto module = ops::buildKernel(*context, spec);
   CompileOptions options = ops::compileOptionsFor(spec);
   options.keepStages = true;
-  Binary binary = compile(*module, hopper(), options);
+  return compile(*module, hopper(), options);
+}
+
+std::string asmOf(const Binary &binary) {
   for (const auto &[name, text] : binary.stages)
     if (name == "asm")
       return text;
   return {};
+}
+
+std::string ptxOf(const std::string &dtype, const std::map<std::string, int64_t> &config,
+                  const std::string &out = "") {
+  return asmOf(binaryOf(dtype, config, out));
 }
 
 int occurrences(const std::string &text, const std::string &what) {
@@ -57,15 +65,20 @@ int occurrences(const std::string &text, const std::string &what) {
   return count;
 }
 
-/// The body of the PTX's first backward branch: the K loop.
+/// The K loop: from the target of the PTX's first backward branch to the last branch
+/// back to it (LLVM may place the loop's conditional copies after its latch).
 std::string mainLoop(const std::string &ptx) {
-  std::smatch branch;
   std::regex backward(R"(bra(?:\.uni)?\s+(\$L__BB\d+_\d+);)");
   for (auto it = std::sregex_iterator(ptx.begin(), ptx.end(), backward); it != std::sregex_iterator(); ++it) {
-    std::string label = (*it)[1].str() + ":";
-    size_t start = ptx.find(label);
-    if (start != std::string::npos && start < size_t(it->position()))
-      return ptx.substr(start, it->position() - start);
+    std::string target = (*it)[1].str();
+    size_t start = ptx.find(target + ":");
+    if (start == std::string::npos || start >= size_t(it->position()))
+      continue;
+    size_t end = it->position();
+    for (auto later = it; later != std::sregex_iterator(); ++later)
+      if ((*later)[1].str() == target)
+        end = later->position();
+    return ptx.substr(start, end - start);
   }
   return {};
 }
@@ -94,8 +107,9 @@ TEST(WarpgroupMma, DefaultConfigRunsTheMainLoopOnWgmma) {
     // In the loop: the MMAs, then the wait that leaves them in flight, then the copies
     // of the tile num_stages - 1 ahead.
     size_t lastMma = loop.rfind(mma), inFlight = loop.find("wgmma.wait_group.sync.aligned 1;");
-    size_t firstCopy = loop.find("cp.async.cg.shared.global");
+    size_t firstCopy = loop.find("cp.async.bulk.tensor.2d");
     ASSERT_NE(inFlight, std::string::npos) << where;
+    ASSERT_NE(firstCopy, std::string::npos) << where;
     EXPECT_LT(lastMma, inFlight) << where;
     EXPECT_LT(inFlight, firstCopy) << where;
     // After the loop, every group is waited for before C is read.
@@ -106,6 +120,69 @@ TEST(WarpgroupMma, DefaultConfigRunsTheMainLoopOnWgmma) {
     EXPECT_EQ(occurrences(ptx, "st.global.v4.b32"), blockM * blockN * 2 / 16 / (warpgroups * 128)) << where;
     EXPECT_EQ(occurrences(ptx, "st.global.b16"), 0) << where;
     EXPECT_EQ(occurrences(ptx, "st.global.b32"), 0) << where;
+  }
+}
+
+TEST(WarpgroupMma, AlignedOperandsArriveByBulkTensorCopiesOnMbarriers) {
+  for (const char *dtype : {"f16", "bf16"}) {
+    auto config = alignedConfig(dtype);
+    Binary binary = binaryOf(dtype, config);
+    std::string ptx = asmOf(binary), loop = mainLoop(ptx), where = dtype;
+    int64_t blockM = config.at("BLOCK_M"), blockN = config.at("BLOCK_N"), blockK = config.at("BLOCK_K");
+    // Two tensor maps, a's then b's, as 128-byte grid-constant parameters after the others.
+    ASSERT_EQ(binary.tensorMaps.size(), 2u) << where;
+    int64_t dataType = std::string(dtype) == "bf16" ? 9 : 6;
+    const TensorMapParameter &a = binary.tensorMaps[0], &b = binary.tensorMaps[1];
+    EXPECT_EQ(a.operand, 0);
+    EXPECT_EQ(a.contiguousDim, 1) << "row-major a is contiguous along k";
+    EXPECT_EQ(a.boxInner, blockK);
+    EXPECT_EQ(a.boxOuter, blockM);
+    EXPECT_EQ(b.operand, 1);
+    EXPECT_EQ(b.contiguousDim, 1) << "row-major b is contiguous along n";
+    EXPECT_EQ(b.boxInner, 64) << "b's rows are cut into 128-byte swizzle atoms";
+    EXPECT_EQ(b.boxOuter, blockK);
+    for (const TensorMapParameter &map : binary.tensorMaps) {
+      EXPECT_EQ(map.swizzleBytes, 128) << where;
+      EXPECT_EQ(map.dataType, dataType) << where;
+    }
+    EXPECT_EQ(occurrences(ptx, ".param .align 64 .b8 matmul_param_"), 2) << where;
+    EXPECT_EQ(occurrences(ptx, "cvta.param.u64"), 2) << where;
+    // Per iteration: a wait on the tile's barrier, one arrival with the stage's bytes, and
+    // one copy per box: a's tile in one, b's in BLOCK_N / 64.
+    EXPECT_EQ(occurrences(loop, "mbarrier.try_wait.parity.shared::cta.b64"), 1) << where;
+    EXPECT_EQ(occurrences(loop, "mbarrier.arrive.expect_tx"), 1) << where;
+    EXPECT_EQ(occurrences(loop, "cp.async.bulk.tensor.2d"), 1 + blockN / 64) << where;
+    EXPECT_NE(loop.find(std::to_string((blockM + blockN) * blockK * 2) + ";"), std::string::npos)
+        << "the stage's bytes: " << where;
+    EXPECT_LT(loop.find("mbarrier.try_wait"), loop.find("wgmma.mma_async")) << where;
+    // No thread copies through cp.async, and the barriers live outside the dynamic array
+    // that the epilogue reuses.
+    EXPECT_EQ(occurrences(ptx, "cp.async.cg"), 0) << where;
+    EXPECT_EQ(occurrences(ptx, "mbarrier.init.shared::cta.b64"), config.at("num_stages")) << where;
+    EXPECT_NE(ptx.find(".shared .align 8 .b8 __tile_copy_barriers"), std::string::npos) << where;
+  }
+}
+
+TEST(WarpgroupMma, WhatATensorMapCannotDescribeKeepsCpAsync) {
+  // A K-major b (x @ w.t()) is still described, along its own contiguous dimension.
+  Binary kMajor = binaryOf("f16", alignedConfig("f16", 0b100110));
+  ASSERT_EQ(kMajor.tensorMaps.size(), 2u);
+  EXPECT_EQ(kMajor.tensorMaps[1].contiguousDim, 0);
+  EXPECT_EQ(kMajor.tensorMaps[1].boxOuter, alignedConfig("f16").at("BLOCK_N"));
+  // Operands not proven 16-byte aligned, or offsets past 2^31 (coordinates are 32-bit):
+  // the kernel takes no maps and copies with cp.async.
+  auto unaligned = alignedConfig("f16");
+  unaligned["divisibility_16"] = 0;
+  auto wide = alignedConfig("f16");
+  wide["index_bits"] = 64;
+  for (const auto &config : {unaligned, wide}) {
+    Binary binary = binaryOf("f16", config);
+    std::string ptx = asmOf(binary);
+    EXPECT_TRUE(binary.tensorMaps.empty());
+    EXPECT_EQ(occurrences(ptx, "cp.async.bulk"), 0);
+    EXPECT_EQ(occurrences(ptx, "mbarrier"), 0);
+    EXPECT_GT(occurrences(ptx, "cp.async.cg.shared.global"), 0);
+    EXPECT_EQ(occurrences(ptx, ".b8 matmul_param_"), 0) << "no unread map parameters";
   }
 }
 

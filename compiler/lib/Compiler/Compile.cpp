@@ -10,6 +10,7 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -138,9 +139,21 @@ void compileForGpu(mlir::ModuleOp module, const Target &target, const CompileOpt
   if (mlir::failed(toGpu.run(module)))
     diagnostics.fail("lowering tile -> tile-gpu failed:");
   keep("tile-gpu", printed(module));
+  std::string mapsKernel;
+  unsigned firstMap = 0;
   module.walk([&](mlir::gpu::GPUFuncOp func) {
     if (auto bytes = func->getAttrOfType<mlir::IntegerAttr>(mlir::tile::kDynamicSharedBytesAttrName))
       binary.dynamicSharedBytes = std::max(binary.dynamicSharedBytes, bytes.getInt());
+    if (auto maps = func->getAttrOfType<mlir::ArrayAttr>(mlir::tile::kTensorMapsAttrName)) {
+      for (mlir::Attribute map : maps) {
+        auto fields = mlir::cast<mlir::DictionaryAttr>(map);
+        auto field = [&](llvm::StringRef name) { return mlir::cast<mlir::IntegerAttr>(fields.get(name)).getInt(); };
+        binary.tensorMaps.push_back({field("operand"), field("contiguous_dim"), field("box_inner"),
+                                     field("box_outer"), field("swizzle_bytes"), field("data_type")});
+      }
+      mapsKernel = func.getName().str();
+      firstMap = func.getNumArguments() - maps.size();
+    }
   });
 
   mlir::PassManager toLLVM(context);
@@ -151,6 +164,22 @@ void compileForGpu(mlir::ModuleOp module, const Target &target, const CompileOpt
   module.walk([&](mlir::gpu::GPUModuleOp op) { kernels = op; });
   if (!kernels)
     diagnostics.fail("the GPU lowering produced no gpu.module:");
+  // A tensor map is a 128-byte parameter (64-byte aligned) that the kernel reads in place
+  // (grid constant): the bulk copies take its address. The GPU-to-NVVM lowering keeps no
+  // byval attribute of a gpu.func, so they are set on the LLVM function it made.
+  if (!mapsKernel.empty())
+    kernels.walk([&](mlir::LLVM::LLVMFuncOp func) {
+      if (func.getName() != mapsKernel)
+        return;
+      mlir::MLIRContext *ctx = func.getContext();
+      mlir::OpBuilder b(ctx);
+      for (unsigned i = firstMap; i < func.getNumArguments(); ++i) {
+        func.setArgAttr(i, mlir::LLVM::LLVMDialect::getByValAttrName(),
+                        mlir::TypeAttr::get(mlir::LLVM::LLVMArrayType::get(b.getI8Type(), 128)));
+        func.setArgAttr(i, mlir::LLVM::LLVMDialect::getAlignAttrName(), b.getI64IntegerAttr(64));
+        func.setArgAttr(i, mlir::NVVM::NVVMDialect::getGridConstantAttrName(), b.getUnitAttr());
+      }
+    });
 
   // LDS is checked before LLVM sees it: the AMDGPU backend reports too much LDS as a
   // fatal error.

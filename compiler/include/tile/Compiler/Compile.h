@@ -47,6 +47,18 @@ struct CompileOptions {
 };
 
 /// The product of compile(): one kernel, ready for a launcher.
+/// A tensor map that a CUDA kernel takes as a parameter (after its others, in the order
+/// of Binary::tensorMaps), for the bulk tensor copies of one operand of its dot. The host
+/// encodes it from the operand at each launch.
+struct TensorMapParameter {
+  int64_t operand = 0;       ///< 0: the dot's a, 1: its b (the kernel's 1st or 2nd argument)
+  int64_t contiguousDim = 1; ///< the operand's dimension of stride 1
+  int64_t boxInner = 0;      ///< elements one copy moves along that dimension
+  int64_t boxOuter = 0;      ///< and along the other one
+  int64_t swizzleBytes = 128;
+  int64_t dataType = 6; ///< the map's element type as CUtensorMapDataType (6: f16, 9: bf16)
+};
+
 struct Binary {
   Target target;
   std::string kernelName;
@@ -60,6 +72,8 @@ struct Binary {
   /// NVIDIA: bytes of dynamic shared memory each launch provides (the kernel's one
   /// dynamically sized shared array).
   int64_t dynamicSharedBytes = 0;
+  /// NVIDIA: the tensor maps the kernel takes after its other parameters.
+  std::vector<TensorMapParameter> tensorMaps;
   /// GPU targets: registers, LDS, scratch and occupancy.
   ResourceReport resources;
   /// (stage name, text) in pipeline order, when CompileOptions::keepStages.

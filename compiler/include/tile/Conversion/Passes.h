@@ -15,6 +15,10 @@ namespace mlir::tile {
 /// the one dynamic shared array a gpu.func of convert-tile-to-gpu uses: an i64 attribute
 /// on the function, which the launcher provides at every launch.
 inline constexpr llvm::StringLiteral kDynamicSharedBytesAttrName = "tile.dynamic_shared_bytes";
+/// On a converted GPU kernel: the tensor maps its bulk tensor copies read, one dictionary
+/// each (operand, contiguous_dim, box_inner, box_outer, swizzle_bytes), taken as its last
+/// parameters in this order. The host encodes them for each launch.
+inline constexpr llvm::StringLiteral kTensorMapsAttrName = "tile.tensor_maps";
 
 #define GEN_PASS_DECL
 #include "tile/Conversion/Passes.h.inc"

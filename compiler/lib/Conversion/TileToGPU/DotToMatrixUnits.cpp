@@ -130,6 +130,7 @@ PipelinePlans mlir::tile::gpu_lowering::planPipelines(Operation *kernel, int64_t
           arith::ConstantOp::create(b, loc, ivType, b.getIntegerAttr(ivType, ringSize)));
       plan.slot.push_back(toI32(slot));
     }
+    plan.iteration = iteration;
     plans[dot] = std::move(plan);
   });
   return plans;
@@ -229,7 +230,6 @@ OperandPlan planOperand(const StagedOperand &operand, RankedTensorType type, uns
 /// records.
 Value sharedBuffer(ConversionPatternRewriter &rewriter, Operation *op, const ::tile::GpuArch &arch,
                    Type element, int64_t count, StringRef name, int64_t alignment) {
-  auto module = op->getParentOfType<gpu::GPUModuleOp>();
   Location loc = op->getLoc();
   auto sharedPtrType = LLVM::LLVMPointerType::get(rewriter.getContext(), kSharedAddressSpace);
   if (arch.dynamicShared) {
@@ -246,20 +246,29 @@ Value sharedBuffer(ConversionPatternRewriter &rewriter, Operation *op, const ::t
     return LLVM::GEPOp::create(rewriter, loc, sharedPtrType, rewriter.getI8Type(), base,
                                ArrayRef<LLVM::GEPArg>{int32_t(offset)});
   }
-  auto arrayType = LLVM::LLVMArrayType::get(element, count);
-  std::string symbol = name.str();
-  for (int i = 0; module.lookupSymbol(symbol); ++i)
-    symbol = (name + "_" + std::to_string(i)).str();
-  {
-    OpBuilder::InsertionGuard guard(rewriter);
-    rewriter.setInsertionPointToStart(module.getBody());
-    LLVM::GlobalOp::create(rewriter, op->getLoc(), arrayType, /*isConstant=*/false,
-                           LLVM::Linkage::Internal, symbol, Attribute(), alignment,
-                           kSharedAddressSpace);
+  return staticSharedArray(rewriter, op, element, count, name, alignment);
+}
+
+/// Records on the kernel the tensor maps its bulk copies read, in the parameter order
+/// (a, then b), for the host that encodes them (kTensorMapsAttrName).
+void recordTensorMaps(ConversionPatternRewriter &rewriter, Operation *op, const BulkCopyOperand &a,
+                      const BulkCopyOperand &b, Type element) {
+  auto func = op->getParentOfType<gpu::GPUFuncOp>();
+  // CUtensorMapDataType of the warpgroup MMA's 16-bit inputs.
+  int64_t dataType = element.isBF16() ? 9 : 6;
+  SmallVector<Attribute> maps;
+  for (auto [operand, copy] : {std::pair{0, &a}, std::pair{1, &b}}) {
+    auto i64 = [&](int64_t v) { return rewriter.getI64IntegerAttr(v); };
+    maps.push_back(rewriter.getDictionaryAttr({
+        rewriter.getNamedAttr("operand", i64(operand)),
+        rewriter.getNamedAttr("contiguous_dim", i64(copy->innerDim)),
+        rewriter.getNamedAttr("box_inner", i64(copy->boxInner)),
+        rewriter.getNamedAttr("box_outer", i64(copy->boxOuter)),
+        rewriter.getNamedAttr("swizzle_bytes", i64(copy->swizzleBytes)),
+        rewriter.getNamedAttr("data_type", i64(dataType)),
+    }));
   }
-  return LLVM::AddressOfOp::create(
-      rewriter, op->getLoc(), LLVM::LLVMPointerType::get(rewriter.getContext(), kSharedAddressSpace),
-      symbol);
+  rewriter.modifyOpInPlace(func, [&] { func->setAttr(kTensorMapsAttrName, rewriter.getArrayAttr(maps)); });
 }
 
 Value elementPtr(OpBuilder &b, Location loc, Value base, Type element, Value index) {
@@ -669,32 +678,29 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
   }
 
   /// The K loop of warpgroup MMAs over the same ring: every iteration waits for its own
-  /// tile's copies and meets the other warps at a barrier, issues tile k's MMAs, then
-  /// waits until only those are in
-  /// flight, which frees the buffer that tile k - 1 was read from for the copies of tile
-  /// k + S - 1 (after a second barrier where several warpgroups share the buffers). The
-  /// last group is waited for after the loop (waitAfterWarpgroupLoops).
+  /// tile's copies (`waitForTile`) and meets the other warps at a barrier, issues tile
+  /// k's MMAs, then waits until only those are in flight, which frees the buffer that
+  /// tile k - 1 was read from for the copies of tile k + S - 1 (`copyNext`, after a
+  /// second barrier where several warpgroups share the buffers). The last group is
+  /// waited for after the loop (waitAfterWarpgroupLoops).
   ///
   /// Tiles that only asynchronous copies write need no proxy fence (as in Triton's
   /// pipeliner): the fence (MEMBAR.ALL.CTA) would also wait for the copies of the tiles
   /// still in flight, undoing the pipeline. A view that may take the register path
-  /// (`storesThroughRegisters`) writes with ordinary stores, which the fence orders.
+  /// writes with ordinary stores, which the fence orders.
   LogicalResult pipelineWarpgroups(ConversionPatternRewriter &rewriter, DotOp op,
                                    function_ref<Value(Value slot)> compute, Value slot,
-                                   bool storesThroughRegisters,
+                                   function_ref<void(OpBuilder &, Location)> waitForTile,
                                    function_ref<void(OpBuilder &, Location)> copyNext) const {
     Location loc = op.getLoc();
-    LLVM::CallIntrinsicOp::create(rewriter, loc, rewriter.getStringAttr("llvm.nvvm.cp.async.wait.group"),
-                                  ValueRange{i32Constant(rewriter, loc, dist.numStages - 2)});
-    if (storesThroughRegisters)
-      fenceSharedForAsyncReads(rewriter, loc);
+    waitForTile(rewriter, loc);
     gpu::BarrierOp::create(rewriter, loc);
     Value result = compute(slot);
     waitForWarpgroups(rewriter, loc, 1, Value());
     op->getPrevNode()->setAttr(kWarpgroupPendingAttr, rewriter.getUnitAttr());
     if (dist.numWarps > 4)
       gpu::BarrierOp::create(rewriter, loc);
-    copyAndCommit(rewriter, loc, copyNext);
+    copyNext(rewriter, loc);
     result.getDefiningOp()->setAttr(kWarpgroupAccumulatorAttr, rewriter.getUnitAttr());
     rewriter.replaceOp(op, result);
     return success();
@@ -840,6 +846,65 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
     return success();
   }
 
+  // Bulk tensor copies where the kernel takes tensor maps for both operands and both
+  // are tiles of a matrix the maps can describe: 16-byte aligned with strides of whole
+  // 16 bytes (what a map's address and strides must be), coordinates below 2^31.
+  std::optional<BulkCopyOperand> bulkA, bulkB;
+  if (async && warpgroup && pa.aligned16 && pb.aligned16 && dist.pointerRanges.bitsOf(a->lanes.basePtr) <= 32 &&
+      dist.pointerRanges.bitsOf(b->lanes.basePtr) <= 32) {
+    bulkA = bulkCopyOperand(*a, pa.shared, pa.innerDim, bytes, dist.tensorMaps[0]);
+    bulkB = bulkCopyOperand(*b, pb.shared, pb.innerDim, bytes, dist.tensorMaps[1]);
+  }
+  if (bulkA && bulkB) {
+    recordTensorMaps(rewriter, op, *bulkA, *bulkB, input);
+    Value barriers = tensorMapBarriers(rewriter, loc, op, stages, dist.threadId);
+    gpu::BarrierOp::create(rewriter, loc);
+    // The copies of the tile `shift` maps the scalars to, into stage `slot`.
+    auto copyTiles = [&](OpBuilder &builder, Location loc, const DenseMap<Value, Value> *shift, Value slot,
+                         Value inRange) {
+      auto remap = [&](Value v) {
+        if (auto it = shift->find(v); it != shift->end())
+          v = it->second;
+        return rewriter.getRemappedValue(v);
+      };
+      auto i32Of = [&](const ScalarPoly &poly) -> Value {
+        return arith::TruncIOp::create(builder, loc, builder.getI32Type(), poly.materialize(builder, loc, remap));
+      };
+      SmallVector<BulkCopyPlacement> copies;
+      for (auto [operand, buffer, stageElements] :
+           {std::tuple{&*bulkA, bufA, m * k}, std::tuple{&*bulkB, bufB, k * n}}) {
+        Value first = arith::MulIOp::create(builder, loc, slot, i32Constant(builder, loc, stageElements));
+        copies.push_back({operand, elementPtr(builder, loc, buffer, input, first), input, i32Of(operand->inner),
+                          i32Of(operand->outer)});
+      }
+      issueBulkCopies(builder, loc, copies, tensorMapBarrier(builder, loc, barriers, slot), inRange,
+                      dist.threadId);
+    };
+    for (int64_t d = 0; d + 1 < stages; ++d)
+      copyTiles(rewriter, loc, &plan->prologue[d], i32Constant(rewriter, loc, d),
+                rewriter.getRemappedValue(plan->prologueInRange[d]));
+    rewriter.setInsertionPoint(op);
+    return pipelineWarpgroups(
+        rewriter, op, compute, plan->slot[0],
+        [&](OpBuilder &builder, Location loc) {
+          // Stage s is filled for the (k / S)-th time: its barrier's phase of that parity.
+          Value iteration = rewriter.getRemappedValue(plan->iteration);
+          Type type = iteration.getType();
+          Value round = arith::DivSIOp::create(builder, loc, iteration,
+                                               arith::ConstantOp::create(builder, loc, type,
+                                                                         builder.getIntegerAttr(type, stages)));
+          Value phase = arith::AndIOp::create(
+              builder, loc, round, arith::ConstantOp::create(builder, loc, type, builder.getIntegerAttr(type, 1)));
+          if (type.getIntOrFloatBitWidth() != 32)
+            phase = arith::TruncIOp::create(builder, loc, builder.getI32Type(), phase);
+          waitForBulkCopies(builder, loc, tensorMapBarrier(builder, loc, barriers, plan->slot[0]), phase);
+        },
+        [&](OpBuilder &builder, Location loc) {
+          copyTiles(builder, loc, &plan->shifted[stages - 1], plan->slot[stages - 1],
+                    rewriter.getRemappedValue(plan->inRange[stages - 1]));
+        });
+  }
+
   if (async) {
     // Before the loop: tiles 0 .. S - 2 copied into stages 0 .. S - 2, a commit group each.
     for (int64_t d = 0; d + 1 < stages; ++d) {
@@ -857,10 +922,17 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
       copyRuns(builder, loc, pb, viewAt(*b, pb, distance), input, bufB, plan->slot[distance], inRange);
     };
     if (warpgroup)
-      return pipelineWarpgroups(rewriter, op, compute, plan->slot[0], !pa.aligned16 || !pb.aligned16,
-                                [&](OpBuilder &builder, Location loc) {
-        copyTiles(builder, loc, stages - 1);
-      });
+      return pipelineWarpgroups(
+          rewriter, op, compute, plan->slot[0],
+          [&](OpBuilder &builder, Location loc) {
+            LLVM::CallIntrinsicOp::create(builder, loc, builder.getStringAttr("llvm.nvvm.cp.async.wait.group"),
+                                          ValueRange{i32Constant(builder, loc, stages - 2)});
+            if (!pa.aligned16 || !pb.aligned16)
+              fenceSharedForAsyncReads(builder, loc);
+          },
+          [&](OpBuilder &builder, Location loc) {
+            copyAndCommit(builder, loc, [&](OpBuilder &builder, Location loc) { copyTiles(builder, loc, stages - 1); });
+          });
     return pipelineAsync(rewriter, op, *plan, compute, copyTiles);
   }
 

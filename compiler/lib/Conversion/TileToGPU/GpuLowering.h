@@ -102,6 +102,7 @@ struct PipelinedLoop {
   SmallVector<DenseMap<Value, Value>> shifted; ///< per d: original scalar -> d ahead
   SmallVector<Value> inRange;                ///< per d: i1, iteration iv + d exists
   SmallVector<Value> slot;                   ///< per d: i32, its shared-memory stage
+  Value iteration;                           ///< this iteration's number from 0
   /// The prologue, before the loop: per d < num_stages - 1, the scalars of the loop's
   /// iteration d and whether it exists (its stage is d).
   SmallVector<DenseMap<Value, Value>> prologue;
@@ -143,6 +144,9 @@ struct Distribution {
   bool warpgroupMma = false;
   Value threadId; // i32, at the top of the kernel
   const PipelinePlans *pipelines = nullptr;
+  /// Where the kernel takes tensor maps for its dot's operands (a, b): the parameters
+  /// the pass appended, for bulk tensor copies; null elsewhere.
+  Value tensorMaps[2];
   Divisibility divisibility; ///< what the kernel's arguments promise
   PointerRanges pointerRanges; ///< how far past its pointers the kernel reaches
   ThreadLayout of(Type tensorType) const {
@@ -216,6 +220,10 @@ SharedLayout swizzledLayout(int64_t outer, int64_t inner, int64_t elementBytes,
 /// least `alignment` bytes.
 Value dynamicSharedArray(OpBuilder &b, Operation *op, int64_t alignment);
 
+/// A shared array of its own (not in the dynamic one, which the epilogue reuses).
+Value staticSharedArray(OpBuilder &b, Operation *op, Type element, int64_t count, StringRef name,
+                        int64_t alignment);
+
 /// Records on the function the bytes that a 2-D store stages at the start of the dynamic
 /// shared array (after the K loop, over the buffers it used); the pass folds it into
 /// kDynamicSharedBytesAttrName.
@@ -259,6 +267,41 @@ struct StagedOperand {
   LaneBounds bounds;
 };
 std::optional<StagedOperand> stagedOperandOf(Value operand);
+
+/// An operand tile that bulk tensor copies bring in: its first element's coordinates in
+/// the tensor map's order (the contiguous dimension first), as polynomials of the tile
+/// IR's scalars, and the boxes (swizzle atom columns) one stage takes.
+struct BulkCopyOperand {
+  Value map; ///< the kernel's tensor-map parameter
+  unsigned innerDim = 0;
+  int64_t elementBytes = 2;
+  ScalarPoly inner, outer;
+  int64_t boxInner = 0, boxOuter = 0, boxes = 0, swizzleBytes = 0;
+};
+
+/// The bulk copies of `operand` into `shared` (the warpgroup MMA's layout), where its
+/// address is `outer * stride + inner` with an inner stride of 1 and its masks bound
+/// both coordinates by sizes the kernel takes; nothing otherwise.
+std::optional<BulkCopyOperand> bulkCopyOperand(const StagedOperand &operand, const SharedLayout &shared,
+                                               unsigned innerDim, int64_t elementBytes, Value map);
+
+/// One operand's copies for one stage: the stage's first element and the coordinates.
+struct BulkCopyPlacement {
+  const BulkCopyOperand *operand;
+  Value stage;  ///< shared pointer to the stage's buffer
+  Type element; ///< its element type
+  Value inner, outer; ///< i32
+};
+
+/// `count` mbarriers (one per stage), initialized by thread 0 for one arrival each.
+Value tensorMapBarriers(OpBuilder &b, Location loc, Operation *op, int64_t count, Value threadId);
+/// The barrier of stage `slot` (i32).
+Value tensorMapBarrier(OpBuilder &b, Location loc, Value barriers, Value slot);
+/// Thread 0, where `inRange`, announces the stage's bytes on `barrier` and issues the copies.
+void issueBulkCopies(OpBuilder &b, Location loc, ArrayRef<BulkCopyPlacement> copies, Value barrier,
+                     Value inRange, Value threadId);
+/// Waits until `barrier` completes its phase of parity `phase` (i32).
+void waitForBulkCopies(OpBuilder &b, Location loc, Value barrier, Value phase);
 
 /// tile.dot on matrix units (or FMAs) over operands staged through shared memory, with
 /// the K loop software-pipelined by `numStages`.

@@ -657,6 +657,20 @@ struct ConvertTileToGPUPass : mlir::tile::impl::ConvertTileToGPUBase<ConvertTile
       func.getBody().takeBody(kernel.getBody());
       kernel.erase();
 
+      // With the warpgroup MMA's pipelined K loop, the kernel may read its dot's operands
+      // through bulk tensor copies: it takes a tensor map for each as its last parameters.
+      // The dot's lowering decides and records the maps it reads; unread ones go again.
+      unsigned firstMap = func.getNumArguments();
+      bool mayTakeMaps = dist.warpgroupMma && numStages > 1;
+      if (mayTakeMaps) {
+        auto pointer = LLVM::LLVMPointerType::get(ctx);
+        for (unsigned i = 0; i < 2; ++i) {
+          if (failed(func.insertArgument(firstMap + i, pointer, DictionaryAttr::get(ctx), func.getLoc())))
+            return signalPassFailure();
+          dist.tensorMaps[i] = func.getArgument(firstMap + i);
+        }
+      }
+
       builder.setInsertionPointToStart(&func.getBody().front());
       Value tid = gpu::ThreadIdOp::create(builder, func.getLoc(), gpu::Dimension::x);
       dist.threadId = arith::IndexCastUIOp::create(builder, func.getLoc(), builder.getI32Type(), tid);
@@ -683,6 +697,9 @@ struct ConvertTileToGPUPass : mlir::tile::impl::ConvertTileToGPUBase<ConvertTile
       scf::populateSCFStructuralTypeConversionsAndLegality(converter, patterns, target);
       if (failed(applyPartialConversion(func, target, std::move(patterns))))
         return signalPassFailure();
+      if (mayTakeMaps && !func->hasAttr(kTensorMapsAttrName))
+        if (failed(func.eraseArguments(llvm::BitVector(func.getNumArguments()).set(firstMap, firstMap + 2))))
+          return signalPassFailure();
       prefetchFirstFragments(func);
       waitAfterWarpgroupLoops(func);
       // The epilogue's staging area overlays the K loop's buffers from the array's start.

@@ -1,0 +1,165 @@
+// Hopper's bulk tensor copies (TMA) for the warpgroup MMA's K loop. One thread of the
+// block issues, per stage, a copy of each operand tile from a tensor map (a 128-byte
+// descriptor the host encodes and the kernel takes as a parameter) into the stage's
+// swizzled buffer; the copies complete on the stage's mbarrier, which counts the bytes
+// they write. The other threads compute no addresses and issue no copies, and the tile's
+// edges need no masks: the copy fills what lies outside the matrix with zeros.
+#include "GpuLowering.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include <algorithm>
+#include <map>
+
+using namespace mlir;
+using namespace mlir::tile;
+using namespace mlir::tile::gpu_lowering;
+
+namespace {
+
+/// `poly` with equal monomials merged and zero ones dropped (factors compared as a
+/// multiset), so that structurally different spellings of one value compare equal.
+ScalarPoly normalized(const ScalarPoly &poly) {
+  std::map<SmallVector<void *, 2>, std::pair<ScalarPoly::Monomial, int64_t>> terms;
+  for (const auto &monomial : poly.monomials) {
+    SmallVector<void *, 2> key;
+    for (Value factor : monomial.factors)
+      key.push_back(factor.getAsOpaquePointer());
+    llvm::sort(key);
+    auto [it, inserted] = terms.try_emplace(key, monomial, 0);
+    it->second.second += monomial.coefficient;
+  }
+  ScalarPoly result = ScalarPoly::of(poly.constant);
+  for (auto &[key, term] : terms)
+    if (term.second != 0) {
+      ScalarPoly::Monomial monomial = term.first;
+      monomial.coefficient = term.second;
+      result.monomials.push_back(monomial);
+    }
+  return result;
+}
+
+/// The single runtime value `poly` is (one factor, coefficient 1, no constant), if it is.
+Value singleFactor(const ScalarPoly &poly) {
+  ScalarPoly n = normalized(poly);
+  if (n.constant != 0 || n.monomials.size() != 1 || n.monomials[0].coefficient != 1 ||
+      n.monomials[0].factors.size() != 1)
+    return {};
+  return n.monomials[0].factors[0];
+}
+
+/// Whether `bound + coordinate` is one argument of the kernel: the mask is
+/// `coordinate + lane < size` for a size the kernel takes, the matrix's extent that the
+/// host's tensor map has too.
+bool boundsTheMatrix(const SmallVector<ScalarPoly, 1> &bounds, const ScalarPoly &coordinate) {
+  if (bounds.size() != 1)
+    return false;
+  Value size = singleFactor(bounds[0] + coordinate);
+  return size && isa<BlockArgument>(size);
+}
+
+} // namespace
+
+std::optional<BulkCopyOperand> mlir::tile::gpu_lowering::bulkCopyOperand(const StagedOperand &operand,
+                                                                         const SharedLayout &shared,
+                                                                         unsigned innerDim, int64_t elementBytes,
+                                                                         Value map) {
+  unsigned outerDim = 1 - innerDim;
+  if (!map || operand.lanes.strides.size() != 2 || operand.bounds.upper.size() != 2)
+    return std::nullopt;
+  if (operand.lanes.strides[innerDim].getConstant() != 1)
+    return std::nullopt;
+  Value outerStride = singleFactor(operand.lanes.strides[outerDim]);
+  if (!outerStride)
+    return std::nullopt;
+  // offset = outer * outerStride + inner: the monomials that hold the stride once give
+  // the outer coordinate, the others the inner one.
+  BulkCopyOperand copy;
+  copy.map = map;
+  copy.innerDim = innerDim;
+  copy.elementBytes = elementBytes;
+  copy.inner = ScalarPoly::of(operand.lanes.offset.constant);
+  for (const auto &monomial : normalized(operand.lanes.offset).monomials) {
+    auto at = llvm::find(monomial.factors, outerStride);
+    if (at == monomial.factors.end()) {
+      copy.inner.monomials.push_back(monomial);
+      continue;
+    }
+    ScalarPoly::Monomial rest = monomial;
+    rest.factors.erase(rest.factors.begin() + (at - monomial.factors.begin()));
+    if (llvm::is_contained(rest.factors, outerStride))
+      return std::nullopt;
+    copy.outer.monomials.push_back(rest);
+  }
+  if (!boundsTheMatrix(operand.bounds.upper[outerDim], copy.outer) ||
+      !boundsTheMatrix(operand.bounds.upper[innerDim], copy.inner))
+    return std::nullopt;
+  // One box per swizzle atom column: rows of the atom's 32, 64 or 128 bytes, the tile's
+  // rows tall (at most 256, the box's limit).
+  copy.boxInner = shared.chunked() ? shared.chunk : shared.inner;
+  copy.boxOuter = shared.outer;
+  copy.boxes = shared.inner / copy.boxInner;
+  copy.swizzleBytes = copy.boxInner * elementBytes;
+  if (copy.swizzleBytes != 32 && copy.swizzleBytes != 64 && copy.swizzleBytes != 128)
+    return std::nullopt;
+  if (copy.boxOuter > 256 || copy.boxes * copy.boxInner != shared.inner)
+    return std::nullopt;
+  return copy;
+}
+
+Value mlir::tile::gpu_lowering::tensorMapBarriers(OpBuilder &b, Location loc, Operation *op, int64_t count,
+                                                  Value threadId) {
+  Value barriers = staticSharedArray(b, op, b.getI64Type(), count, "__tile_copy_barriers", 8);
+  Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, threadId, i32Constant(b, loc, 0));
+  scf::IfOp::create(b, loc, first, [&](OpBuilder &b, Location loc) {
+    for (int64_t i = 0; i < count; ++i)
+      inlinePtx(b, loc, "mbarrier.init.shared::cta.b64 [$0], 1;", 0, "r",
+                ValueRange{tensorMapBarrier(b, loc, barriers, i32Constant(b, loc, i))}, {});
+    // The barriers' initialization becomes visible to the copy engine.
+    inlinePtx(b, loc, "fence.mbarrier_init.release.cluster;", 0, "", {}, {});
+    scf::YieldOp::create(b, loc);
+  });
+  return barriers;
+}
+
+Value mlir::tile::gpu_lowering::tensorMapBarrier(OpBuilder &b, Location loc, Value barriers, Value slot) {
+  auto sharedPtr = LLVM::LLVMPointerType::get(b.getContext(), kSharedAddressSpace);
+  return LLVM::GEPOp::create(b, loc, sharedPtr, b.getI64Type(), barriers, ValueRange{slot});
+}
+
+void mlir::tile::gpu_lowering::issueBulkCopies(OpBuilder &b, Location loc, ArrayRef<BulkCopyPlacement> copies,
+                                               Value barrier, Value inRange, Value threadId) {
+  Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, threadId, i32Constant(b, loc, 0));
+  // A tile past the loop's end is not copied: no iteration waits for it.
+  Value issue = arith::AndIOp::create(b, loc, first, inRange);
+  int64_t bytes = 0;
+  for (const BulkCopyPlacement &copy : copies)
+    bytes += copy.operand->boxes * copy.operand->boxInner * copy.operand->boxOuter * copy.operand->elementBytes;
+  scf::IfOp::create(b, loc, issue, [&](OpBuilder &b, Location loc) {
+    inlinePtx(b, loc, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", 0, "r,r",
+              ValueRange{barrier, i32Constant(b, loc, bytes)}, {});
+    auto sharedPtr = LLVM::LLVMPointerType::get(b.getContext(), kSharedAddressSpace);
+    for (const BulkCopyPlacement &copy : copies) {
+      const BulkCopyOperand &operand = *copy.operand;
+      for (int64_t box = 0; box < operand.boxes; ++box) {
+        Value dst = LLVM::GEPOp::create(b, loc, sharedPtr, copy.element, copy.stage,
+                                        ArrayRef<LLVM::GEPArg>{int32_t(box * operand.boxInner * operand.boxOuter)});
+        Value inner = arith::AddIOp::create(b, loc, copy.inner, i32Constant(b, loc, box * operand.boxInner));
+        inlinePtx(b, loc,
+                  "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
+                  "[$0], [$1, {$2, $3}], [$4];",
+                  0, "r,l,r,r,r", ValueRange{dst, operand.map, inner, copy.outer, barrier}, {});
+      }
+    }
+    scf::YieldOp::create(b, loc);
+  });
+}
+
+void mlir::tile::gpu_lowering::waitForBulkCopies(OpBuilder &b, Location loc, Value barrier, Value phase) {
+  // Braces scope the label: the wait appears once per unrolled copy of the loop body.
+  inlinePtx(b, loc,
+            "{\n.reg .pred done;\nwait:\nmbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1;\n"
+            "@!done bra.uni wait;\n}",
+            0, "r,r", ValueRange{barrier, phase}, {});
+}
