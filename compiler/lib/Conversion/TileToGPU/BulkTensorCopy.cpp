@@ -108,9 +108,8 @@ std::optional<BulkCopyOperand> mlir::tile::gpu_lowering::bulkCopyOperand(const S
   return copy;
 }
 
-Value mlir::tile::gpu_lowering::tensorMapBarriers(OpBuilder &b, Location loc, Operation *op, int64_t count,
-                                                  Value threadId) {
-  Value barriers = staticSharedArray(b, op, b.getI64Type(), count, "__tile_copy_barriers", 8);
+void mlir::tile::gpu_lowering::initTensorMapBarriers(OpBuilder &b, Location loc, Value barriers, int64_t count,
+                                                     Value threadId) {
   Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, threadId, i32Constant(b, loc, 0));
   scf::IfOp::create(b, loc, first, [&](OpBuilder &b, Location loc) {
     for (int64_t i = 0; i < count; ++i)
@@ -120,7 +119,17 @@ Value mlir::tile::gpu_lowering::tensorMapBarriers(OpBuilder &b, Location loc, Op
     inlinePtx(b, loc, "fence.mbarrier_init.release.cluster;", 0, "", {}, {});
     scf::YieldOp::create(b, loc);
   });
-  return barriers;
+}
+
+void mlir::tile::gpu_lowering::invalidateTensorMapBarriers(OpBuilder &b, Location loc, Value barriers,
+                                                           int64_t count, Value threadId) {
+  Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, threadId, i32Constant(b, loc, 0));
+  scf::IfOp::create(b, loc, first, [&](OpBuilder &b, Location loc) {
+    for (int64_t i = 0; i < count; ++i)
+      inlinePtx(b, loc, "mbarrier.inval.shared::cta.b64 [$0];", 0, "r",
+                ValueRange{tensorMapBarrier(b, loc, barriers, i32Constant(b, loc, i))}, {});
+    scf::YieldOp::create(b, loc);
+  });
 }
 
 Value mlir::tile::gpu_lowering::tensorMapBarrier(OpBuilder &b, Location loc, Value barriers, Value slot) {

@@ -857,8 +857,19 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
   }
   if (bulkA && bulkB) {
     recordTensorMaps(rewriter, op, *bulkA, *bulkB, input);
-    Value barriers = tensorMapBarriers(rewriter, loc, op, stages, dist.threadId);
+    // The stages' barriers follow the ring in the dynamic shared array: static shared
+    // memory before it would move the ring off its 1024-byte alignment.
+    Value barriers = sharedBuffer(rewriter, op, dist.arch, rewriter.getI64Type(), stages, "__tile_copy_barriers", 8);
+    initTensorMapBarriers(rewriter, loc, barriers, stages, dist.threadId);
     gpu::BarrierOp::create(rewriter, loc);
+    {
+      // After the loop every issued tile has been waited for; the epilogue may reuse
+      // the memory once all threads are past their last wait.
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointAfter(loopOp);
+      gpu::BarrierOp::create(rewriter, loc);
+      invalidateTensorMapBarriers(rewriter, loc, barriers, stages, dist.threadId);
+    }
     // The copies of the tile `shift` maps the scalars to, into stage `slot`.
     auto copyTiles = [&](OpBuilder &builder, Location loc, const DenseMap<Value, Value> *shift, Value slot,
                          Value inRange) {

@@ -220,7 +220,7 @@ SharedLayout swizzledLayout(int64_t outer, int64_t inner, int64_t elementBytes,
 /// least `alignment` bytes.
 Value dynamicSharedArray(OpBuilder &b, Operation *op, int64_t alignment);
 
-/// A shared array of its own (not in the dynamic one, which the epilogue reuses).
+/// A statically sized shared array of its own (a module global).
 Value staticSharedArray(OpBuilder &b, Operation *op, Type element, int64_t count, StringRef name,
                         int64_t alignment);
 
@@ -293,8 +293,13 @@ struct BulkCopyPlacement {
   Value inner, outer; ///< i32
 };
 
-/// `count` mbarriers (one per stage), initialized by thread 0 for one arrival each.
-Value tensorMapBarriers(OpBuilder &b, Location loc, Operation *op, int64_t count, Value threadId);
+/// Thread 0 initializes the `count` mbarriers at `barriers` (one per stage, 8 bytes each)
+/// for one arrival each; a block barrier must follow before any use.
+void initTensorMapBarriers(OpBuilder &b, Location loc, Value barriers, int64_t count, Value threadId);
+/// Thread 0 invalidates them, so that their memory may serve other data (the epilogue
+/// reuses the dynamic shared array); every thread must be done with them (a block barrier
+/// before).
+void invalidateTensorMapBarriers(OpBuilder &b, Location loc, Value barriers, int64_t count, Value threadId);
 /// The barrier of stage `slot` (i32).
 Value tensorMapBarrier(OpBuilder &b, Location loc, Value barriers, Value slot);
 /// Thread 0, where `inRange`, announces the stage's bytes on `barrier` and issues the copies.
