@@ -272,10 +272,11 @@ def test_every_default_candidate_computes_the_same(tmp_path, index, dtype):
         pytest.skip(f"{candidates[index]} is refused by the resource check for {dtype}")
 
 
-@pytest.mark.parametrize("stages", [1, 2, 3, 4])
+@pytest.mark.parametrize("stages", [1, 2, 3, 4, 5])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
 def test_every_pipeline_depth_computes_the_same(tmp_path, stages, dtype):
-    """num_stages 1-4 on ragged and whole shapes, short and long K loops."""
+    """num_stages 1-5 on ragged and whole shapes, short and long K loops (on Hopper the
+    aligned ones by bulk tensor copies, the others by cp.async)."""
     from torch_tile import config, runtime
 
     family = "hip" if torch.version.hip else "cuda"
@@ -293,6 +294,47 @@ def test_every_pipeline_depth_computes_the_same(tmp_path, stages, dtype):
             assert element_error(out, ref) <= ELEMENT_BOUND[dtype], (shape, stages)
         assert runtime.autotune_stats()["candidates_run"] - before["candidates_run"] == 4
     runtime.clear_tuning()
+
+
+def hopper():
+    return (torch.version.hip is None and torch.cuda.is_available()
+            and torch.cuda.get_device_capability() == (9, 0))
+
+
+@pytest.mark.skipif(not hopper(), reason="bulk tensor copies are Hopper's (sm_90a)")
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_bulk_tensor_copies_and_their_cp_async_fallback_agree(tmp_path, dtype):
+    """Operands that a tensor map describes (16-byte aligned, strides of whole 16 bytes,
+    either dimension contiguous) arrive by bulk tensor copies; a misaligned base or a row
+    stride that is not a multiple of 16 bytes gets a kernel that copies with cp.async.
+    Both give torch's results, with ragged edges (the copy fills zeros past them)."""
+    from torch_tile import config, runtime
+
+    m, n, k = 392, 264, 328  # none a multiple of the blocks
+    def dense(rows, cols):
+        return torch.randn(rows, cols, device="cuda").to(dtype)
+    flat = torch.randn(m * k + 8, device="cuda").to(dtype)
+    b = (dense(k, n) / k ** 0.5)
+    cases = {
+        "row-major": (dense(m, k), b, True),
+        "transposed": (dense(k, m).t(), (dense(n, k) / k ** 0.5).t(), True),
+        "misaligned base": (flat[1:m * k + 1].view(m, k), b, False),
+        "stride of 660 bytes": (dense(m, k + 2)[:, :k], b, False),
+    }
+    for name, (a, b_case, bulk) in cases.items():
+        folder = tmp_path / name.replace(" ", "-")
+        with config.patch(dump_dir=folder, cache_dir=tmp_path / "cache"):
+            runtime.clear_cache()
+            poison_next_allocation((m, n), dtype)
+            out = torch.ops.tile.matmul_leaky_relu(a, b_case, 0.1)
+            torch.cuda.synchronize()
+        ref = F.leaky_relu(a.double() @ b_case.double(), 0.1)
+        assert element_error(out, ref) <= ELEMENT_BOUND[dtype], name
+        ptx = "".join(p.read_text() for p in folder.rglob("*.ptx"))
+        assert ptx, f"{name}: no PTX dumped under {folder}"
+        assert ("cp.async.bulk.tensor" in ptx) == bulk, name
+        assert ("cp.async.cg" in ptx) != bulk, name
+    runtime.clear_cache()
 
 
 @pytest.mark.skipif(torch.version.hip is not None, reason="TF32 is NVIDIA's")

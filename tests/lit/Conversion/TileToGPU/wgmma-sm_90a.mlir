@@ -1,18 +1,28 @@
 // RUN: tile-opt %s --tile-to-gpu="chipset=sm_90a num-stages=3" | FileCheck %s
 // RUN: tile-opt %s --tile-to-gpu="chipset=sm_90 num-stages=3" | FileCheck %s --check-prefix=MMASYNC
 // The matmul tile program (64x64x16 blocks, f16 in, f32 out, row-major and 16-byte
-// aligned operands; as ops/matmul.cpp builds it) on Hopper's warpgroup MMA: the four
-// warps are one warpgroup, whose m64n64k16 instruction reads a (K-major) and b (N-major,
-// the transpose bit) from a ring of three 1024-byte aligned stages through descriptors.
-// Each iteration waits for its tile's copies and meets the other warps (no proxy fence:
-// only cp.async wrote the tile), issues the MMA, waits until only it is in flight, and
-// then issues the copies of the tile two ahead. After the loop the last group is waited
-// for, the accumulator passing through the wait. sm_90 keeps mma.sync.
+// aligned operands with 32-bit offsets; as ops/matmul.cpp builds it) on Hopper's warpgroup
+// MMA: the four warps are one warpgroup, whose m64n64k16 instruction reads a (K-major) and
+// b (N-major, the transpose bit) from a ring of three 1024-byte aligned stages through
+// descriptors. The tiles arrive by bulk tensor copies from two tensor maps that the kernel
+// takes after its other parameters: a's rows of 16 elements (32-byte swizzle), b's of 64
+// (128-byte swizzle), recorded for the host. Thread 0 initializes a barrier per stage and
+// issues the copies of tiles 0 and 1 before the loop; each iteration waits for its tile's
+// barrier and meets the other warps, issues the MMA, waits until only it is in flight, and
+// then has thread 0 announce the 4096 bytes of the tile two ahead and copy it. After the
+// loop the last group is waited for, the accumulator passing through the wait, and the
+// barriers are invalidated before the epilogue reuses the memory. sm_90 keeps mma.sync.
 
 // CHECK: llvm.mlir.global external @__tile_dynamic_shared() {addr_space = 3 : i32, alignment = 1024 : i64}
-// CHECK: tile.dynamic_shared_bytes = 12288 : i64
+// CHECK: gpu.func @matmul({{.+}}, %[[MAPA:.+]]: !llvm.ptr, %[[MAPB:.+]]: !llvm.ptr) kernel
+// CHECK-SAME: tile.dynamic_shared_bytes = 12312 : i64
+// CHECK-SAME: tile.tensor_maps = [{box_inner = 16 : i64, box_outer = 64 : i64, contiguous_dim = 1 : i64, data_type = 6 : i64, operand = 0 : i64, swizzle_bytes = 32 : i64}, {box_inner = 64 : i64, box_outer = 16 : i64, contiguous_dim = 1 : i64, data_type = 6 : i64, operand = 1 : i64, swizzle_bytes = 128 : i64}]
+// CHECK-COUNT-3: "mbarrier.init.shared::cta.b64 [$0], 1;"
+// CHECK: gpu.barrier
+// CHECK-COUNT-2: "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;"
 // CHECK: scf.for {{.+}} -> (vector<32xf32>)
-// CHECK: llvm.call_intrinsic "llvm.nvvm.cp.async.wait.group"
+// CHECK-NOT: cp.async.cg
+// CHECK: mbarrier.try_wait.parity.shared::cta.b64
 // CHECK-NEXT: gpu.barrier
 // CHECK-NOT: fence.proxy.async
 // CHECK: "wgmma.fence.sync.aligned;"
@@ -20,10 +30,13 @@
 // CHECK-NOT: wgmma.mma_async
 // CHECK: "wgmma.commit_group.sync.aligned;"
 // CHECK-NEXT: "wgmma.wait_group.sync.aligned 1;"
-// CHECK: "cp.async.cg.shared.global [$0], [$1], 16, $2;"
-// CHECK: llvm.call_intrinsic "llvm.nvvm.cp.async.commit.group"
+// CHECK: "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r" %{{.+}}, %c4096_i32
+// CHECK: "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3}], [$4];", "r,l,r,r,r" %{{.+}}, %[[MAPA]],
+// CHECK: "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3}], [$4];", "r,l,r,r,r" %{{.+}}, %[[MAPB]],
 // CHECK: scf.yield %{{.+}} : vector<32xf32>
 // CHECK: "wgmma.wait_group.sync.aligned 0;"
+// CHECK: gpu.barrier
+// CHECK-COUNT-3: "mbarrier.inval.shared::cta.b64 [$0];"
 
 // MMASYNC-NOT: wgmma
 // MMASYNC: llvm.call_intrinsic "llvm.nvvm.mma.m16n8k16.row.col.f32.f32"
