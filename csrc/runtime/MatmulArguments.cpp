@@ -28,9 +28,15 @@ int64_t tile::runtime::divisibility16Bits(std::initializer_list<const StridedOpe
   int64_t bits = 0, bit = 0;
   for (const StridedOperand *operand : operands) {
     bool aligned = reinterpret_cast<uintptr_t>(operand->data) % 16 == 0;
-    for (int64_t d = 0; d < 2; ++d)
-      if (!(operand->strides[d] == 1 || operand->sizes[d] == 1))
-        aligned = aligned && (operand->strides[d] * operand->elementBytes) % 16 == 0;
+    for (int64_t d = 0; d < 2; ++d) {
+      if (operand->strides[d] == 1 || operand->sizes[d] == 1)
+        continue;
+      aligned = aligned && (operand->strides[d] * operand->elementBytes) % 16 == 0;
+      // Rows that overlap (a broadcast's stride 0) no bulk tensor copy can read.
+      int64_t other = 1 - d;
+      if (operand->dims == 2 && (operand->strides[other] == 1 || operand->sizes[other] == 1))
+        aligned = aligned && operand->strides[d] >= operand->sizes[other];
+    }
     if (aligned)
       bits |= int64_t(1) << bit;
     ++bit;

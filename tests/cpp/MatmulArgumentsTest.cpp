@@ -60,6 +60,10 @@ TEST(MatmulArguments, LayoutBitsFollowStridesAndAlignment) {
   StridedOperand oddStride = matrix(storage, 16, 7, 7, 1, 2);
   EXPECT_EQ(divisibility16Bits({&rowMajor, &transposed, &offset}), 0b011);
   EXPECT_EQ(divisibility16Bits({&oddStride, &rowMajor, &oneRow}), 0b110);
+  // A broadcast row (stride 0) and rows that overlap: aligned, but no tensor map reads them.
+  StridedOperand broadcast = matrix(storage, 16, 32, 0, 1, 2);
+  StridedOperand overlapping = matrix(storage, 16, 32, 8, 1, 2);
+  EXPECT_EQ(divisibility16Bits({&broadcast, &overlapping, &rowMajor}), 0b100);
 }
 
 TEST(MatmulArguments, ProgramsAndTuningBuckets) {
