@@ -246,7 +246,21 @@ Value sharedBuffer(ConversionPatternRewriter &rewriter, Operation *op, const ::t
     return LLVM::GEPOp::create(rewriter, loc, sharedPtrType, rewriter.getI8Type(), base,
                                ArrayRef<LLVM::GEPArg>{int32_t(offset)});
   }
-  return staticSharedArray(rewriter, op, element, count, name, alignment);
+  auto module = op->getParentOfType<gpu::GPUModuleOp>();
+  auto arrayType = LLVM::LLVMArrayType::get(element, count);
+  std::string symbol = name.str();
+  for (int i = 0; module.lookupSymbol(symbol); ++i)
+    symbol = (name + "_" + std::to_string(i)).str();
+  {
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToStart(module.getBody());
+    LLVM::GlobalOp::create(rewriter, op->getLoc(), arrayType, /*isConstant=*/false,
+                           LLVM::Linkage::Internal, symbol, Attribute(), alignment,
+                           kSharedAddressSpace);
+  }
+  return LLVM::AddressOfOp::create(
+      rewriter, op->getLoc(), LLVM::LLVMPointerType::get(rewriter.getContext(), kSharedAddressSpace),
+      symbol);
 }
 
 /// Records on the kernel the tensor maps its bulk copies read, in the parameter order
@@ -783,15 +797,17 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
   Value bufA = sharedBuffer(rewriter, op, dist.arch, input, buffers * m * k, "__tile_lds_a", alignment);
   Value bufB = sharedBuffer(rewriter, op, dist.arch, input, buffers * k * n, "__tile_lds_b", alignment);
 
+  // A scalar of the tile IR as converted, where `shift` maps it (null: this iteration).
+  auto remapThrough = [&](const DenseMap<Value, Value> *shift, Value v) {
+    if (shift)
+      if (auto it = shift->find(v); it != shift->end())
+        v = it->second;
+    return rewriter.getRemappedValue(v);
+  };
   // The operand views where `shift` maps the scalars (null: this iteration).
   auto viewOf = [&](const StagedOperand &operand, const OperandPlan &p,
                     const DenseMap<Value, Value> *shift) {
-    auto remap = [&](Value v) {
-      if (shift)
-        if (auto it = shift->find(v); it != shift->end())
-          v = it->second;
-      return rewriter.getRemappedValue(v);
-    };
+    auto remap = [&](Value v) { return remapThrough(shift, v); };
     OperandView view;
     Value offset = operand.lanes.offset.materialize(rewriter, loc, remap);
     view.matrix = remap(operand.lanes.basePtr);
@@ -873,11 +889,7 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
     // The copies of the tile `shift` maps the scalars to, into stage `slot`.
     auto copyTiles = [&](OpBuilder &builder, Location loc, const DenseMap<Value, Value> *shift, Value slot,
                          Value inRange) {
-      auto remap = [&](Value v) {
-        if (auto it = shift->find(v); it != shift->end())
-          v = it->second;
-        return rewriter.getRemappedValue(v);
-      };
+      auto remap = [&](Value v) { return remapThrough(shift, v); };
       auto i32Of = [&](const ScalarPoly &poly) -> Value {
         return arith::TruncIOp::create(builder, loc, builder.getI32Type(), poly.materialize(builder, loc, remap));
       };

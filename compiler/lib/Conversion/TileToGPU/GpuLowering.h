@@ -220,10 +220,6 @@ SharedLayout swizzledLayout(int64_t outer, int64_t inner, int64_t elementBytes,
 /// least `alignment` bytes.
 Value dynamicSharedArray(OpBuilder &b, Operation *op, int64_t alignment);
 
-/// A statically sized shared array of its own (a module global).
-Value staticSharedArray(OpBuilder &b, Operation *op, Type element, int64_t count, StringRef name,
-                        int64_t alignment);
-
 /// Records on the function the bytes that a 2-D store stages at the start of the dynamic
 /// shared array (after the K loop, over the buffers it used); the pass folds it into
 /// kDynamicSharedBytesAttrName.

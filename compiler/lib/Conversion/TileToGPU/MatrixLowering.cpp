@@ -100,25 +100,6 @@ Value mlir::tile::gpu_lowering::dynamicSharedArray(OpBuilder &b, Operation *op, 
                                    symbol);
 }
 
-Value mlir::tile::gpu_lowering::staticSharedArray(OpBuilder &rewriter, Operation *op, Type element,
-                                                  int64_t count, StringRef name, int64_t alignment) {
-  auto module = op->getParentOfType<gpu::GPUModuleOp>();
-  auto arrayType = LLVM::LLVMArrayType::get(element, count);
-  std::string symbol = name.str();
-  for (int i = 0; module.lookupSymbol(symbol); ++i)
-    symbol = (name + "_" + std::to_string(i)).str();
-  {
-    OpBuilder::InsertionGuard guard(rewriter);
-    rewriter.setInsertionPointToStart(module.getBody());
-    LLVM::GlobalOp::create(rewriter, op->getLoc(), arrayType, /*isConstant=*/false,
-                           LLVM::Linkage::Internal, symbol, Attribute(), alignment,
-                           kSharedAddressSpace);
-  }
-  return LLVM::AddressOfOp::create(
-      rewriter, op->getLoc(), LLVM::LLVMPointerType::get(rewriter.getContext(), kSharedAddressSpace),
-      symbol);
-}
-
 Value mlir::tile::gpu_lowering::inlinePtx(OpBuilder &b, Location loc, StringRef ptx, int64_t results,
                                           StringRef operandConstraints, ValueRange operands, ValueRange tied) {
   std::string constraints;
