@@ -37,7 +37,8 @@ Metrics, from `amdgcn_metrics(assembly)`, which any other tool can call on an AM
   main loop        the span from a label to the last backward branch to it; of those, the
                    smallest one holding the most MFMA/WMMA instructions
   K/iter           K depth the workgroup's MFMA/WMMA cover in one iteration of the main
-                   loop: sum of the instructions' M*N*K * num_warps / (BLOCK_M*BLOCK_N);
+                   loop: sum of the instructions' M*N*K * waves / (BLOCK_M*BLOCK_N), with
+                   the waves the workgroup runs (its threads over the wave size);
                    BLOCK_K when the loop runs one K block per iteration
   LDS/global       reads/loads and writes/stores by mnemonic with the bits per lane each
                    moves (ds_read2* and ds_*_2addr* move two elements); a buffer load
@@ -432,7 +433,12 @@ def k_per_iteration(metrics, config):
     macs = metrics["loop"]["matrix_macs"]
     if not macs:
         return None
-    return macs * config["num_warps"] / (config["BLOCK_M"] * config["BLOCK_N"])
+    # The waves the workgroup runs: on RDNA, tile may run more than num_warps (a large
+    # accumulator is split over twice the wave32s), which the launch size records.
+    waves = config["num_warps"]
+    if metrics.get("workgroup_threads") and metrics.get("wave_size"):
+        waves = metrics["workgroup_threads"] // metrics["wave_size"]
+    return macs * waves / (config["BLOCK_M"] * config["BLOCK_N"])
 
 
 def compact(by_mnemonic, prefix_pattern=r"^(ds|global|buffer|flat|scratch)_(read|write|load|store)_?"):
@@ -463,6 +469,7 @@ def print_tables(rows):
         ("scratch", lambda m: m["scratch_bytes"], "{}"),
         ("spills", lambda m: m["vgpr_spills"] + m["sgpr_spills"], "{}"),
         ("LDS KiB", lambda m: m["lds_bytes"] / 1024, "{:.1f}"),
+        ("threads", lambda m: m["workgroup_threads"], "{}"),
         ("waves", lambda m: m["waves_per_simd"], "{}"),
         ("MFMA loop", lambda m: m["loop"]["matrix"], "{}"),
         ("MFMA all", lambda m: m["kernel_total"]["matrix"], "{}"),

@@ -106,6 +106,40 @@ TEST(GpuCodegen, OccupancyFollowsTheTritonGuideFormula) {
   EXPECT_EQ(occupancyWavesPerSimd(gfx1100, 192, 0, 0, 0), 8u); // 1536 / 192
 }
 
+TEST(GpuCodegen, RdnaSplitsAnAccumulatorThatWouldFillHalfOfAWave) {
+  auto gfx942 = *lookupGpuArch("gfx942"), gfx1100 = *lookupGpuArch("gfx1100");
+  // 128 x 256 f32 over 4 waves: 128 words per lane in wave64, 256 in wave32.
+  EXPECT_EQ(wavesPerWorkgroup(gfx942, 4, 128 * 256), 4);
+  EXPECT_EQ(wavesPerWorkgroup(gfx1100, 4, 128 * 256), 8);
+  // 128 x 128 over 4 waves is 128 words per wave32 lane: half of the 256 a wave holds.
+  EXPECT_EQ(wavesPerWorkgroup(gfx1100, 4, 128 * 128), 8);
+  // 128 x 128 over 8 waves (64 words per lane) fits as configured.
+  EXPECT_EQ(wavesPerWorkgroup(gfx1100, 8, 128 * 128), 8);
+  // Never past 1024 threads, nor on NVIDIA, whose num_warps counts 32-lane warps.
+  EXPECT_EQ(wavesPerWorkgroup(gfx1100, 32, 512 * 512), 32);
+  EXPECT_EQ(wavesPerWorkgroup(*lookupGpuArch("sm_80"), 4, 128 * 256), 4);
+}
+
+TEST(GpuCodegen, RdnaLaunchesTheWavesItLoweredFor) {
+  // The ROCm tutorial's 128x256x16 config, 4 waves, on row-major aligned operands.
+  auto spec = tile::testing::matmulSpec("matmul", "f16", "f16", 128, 256, 16, 1);
+  spec.config["num_stages"] = 2;
+  spec.config["unit_strides"] = 0b101010;
+  spec.config["divisibility_16"] = 0b111111; // pointers and strides
+  CompileOptions options;
+  options.numWarps = 4;
+  options.numStages = 2;
+  auto context = createContext();
+  auto module = ops::buildKernel(*context, spec);
+  Binary rdna = compile(*module, Target::parse("hip:gfx1100"), options);
+  EXPECT_EQ(rdna.blockThreads, 256);
+  EXPECT_EQ(rdna.resources.blockThreads, 256);
+  EXPECT_EQ(rdna.resources.scratchBytes, 0);
+  auto again = ops::buildKernel(*context, spec);
+  Binary cdna = compile(*again, Target::parse("hip:gfx942"), options);
+  EXPECT_EQ(cdna.blockThreads, 256);
+}
+
 TEST(GpuCodegen, WorkgroupsOverTheThreadLimitAreRejected) {
   auto context = createContext();
   auto module = ops::buildKernel(*context, vectorAddSpec("f32", 2048));

@@ -142,6 +142,10 @@ void compileForGpu(mlir::ModuleOp module, const Target &target, const CompileOpt
   std::string mapsKernel;
   unsigned firstMap = 0;
   module.walk([&](mlir::gpu::GPUFuncOp func) {
+    // The lowering may run more waves than num_warps (wavesPerWorkgroup): the launch
+    // takes the block size the kernel was lowered for.
+    if (std::optional<llvm::ArrayRef<int32_t>> block = func.getKnownBlockSize())
+      binary.blockThreads = (*block)[0];
     if (auto bytes = func->getAttrOfType<mlir::IntegerAttr>(mlir::tile::kDynamicSharedBytesAttrName))
       binary.dynamicSharedBytes = std::max(binary.dynamicSharedBytes, bytes.getInt());
     if (auto maps = func->getAttrOfType<mlir::ArrayAttr>(mlir::tile::kTensorMapsAttrName)) {

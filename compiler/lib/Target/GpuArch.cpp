@@ -79,6 +79,17 @@ int64_t pipelineBuffers(const GpuArch &arch, int64_t numStages) {
   return arch.asyncCopy ? numStages : numStages - 1;
 }
 
+int64_t wavesPerWorkgroup(const GpuArch &arch, int64_t numWarps, int64_t accumulatorWords) {
+  constexpr int64_t kConfigWaveLanes = 64, kMaxWorkgroupThreads = 1024;
+  if (!arch.amd || arch.waveSize >= kConfigWaveLanes || numWarps < 1)
+    return numWarps;
+  int64_t wordsPerLane = accumulatorWords / (numWarps * arch.waveSize);
+  int64_t doubled = numWarps * kConfigWaveLanes / arch.waveSize;
+  if (2 * wordsPerLane < int64_t(arch.maxVgprsPerWave) || doubled * arch.waveSize > kMaxWorkgroupThreads)
+    return numWarps;
+  return doubled;
+}
+
 std::optional<GpuArch> lookupGpuArch(llvm::StringRef name) {
   for (const auto &arch : supportedGpuArchs())
     if (arch.name == name)

@@ -54,6 +54,16 @@ const std::vector<GpuArch> &supportedGpuArchs();
 /// buffer. The lowering allocates this many; config defaults size num_stages by it.
 int64_t pipelineBuffers(const GpuArch &arch, int64_t numStages);
 
+/// The waves a workgroup runs for a config of `numWarps` whose largest dot accumulates
+/// `accumulatorWords` 32-bit words. AMD configs are written for 64-lane waves (the ROCm
+/// tutorial's come from CDNA, and Triton's AMD guide tunes them there). On a 32-lane
+/// arch (RDNA's WMMA runs in wave32) the same config gives each wave twice the
+/// accumulator; where that takes half of the registers a wave can address or more,
+/// the operands have no room left and the kernel spills, so the workgroup runs twice
+/// the waves instead, each holding half: the registers per SIMD that num_warps 64-lane
+/// waves take. Everywhere else, numWarps.
+int64_t wavesPerWorkgroup(const GpuArch &arch, int64_t numWarps, int64_t accumulatorWords);
+
 /// Waves per SIMD that fit by registers (the formula of the AMD Triton optimization
 /// guide: VGPRs per SIMD divided by the granule-rounded VGPR+AGPR count, capped by the
 /// wave slots), or by LDS when `ldsBytes` > 0 and `wavesPerGroup` waves share it.

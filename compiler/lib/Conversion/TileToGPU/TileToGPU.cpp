@@ -584,6 +584,26 @@ LogicalResult checkDistributable(func::FuncOp kernel, const Distribution &dist) 
   return failure(walk.wasInterrupted());
 }
 
+/// The waves the kernel's workgroup runs: the config's numWarps, or more where the arch
+/// splits a large accumulator over more waves (wavesPerWorkgroup) and every dot's
+/// accumulator still divides into whole instruction tiles per wave.
+int64_t wavesFor(func::FuncOp kernel, Distribution dist) {
+  int64_t accumulatorWords = 0;
+  kernel.walk([&](DotOp dot) {
+    auto type = dot.getType();
+    int64_t bits = type.getElementType().getIntOrFloatBitWidth();
+    accumulatorWords = std::max(accumulatorWords, type.getNumElements() * bits / 32);
+  });
+  int64_t waves = ::tile::wavesPerWorkgroup(dist.arch, dist.numWarps, accumulatorWords);
+  if (waves == dist.numWarps)
+    return waves;
+  int64_t configured = dist.numWarps;
+  dist.numWarps = waves;
+  bool fits = true;
+  kernel.walk([&](DotOp dot) { fits = fits && dist.matrixOf(dot.getType()).fits; });
+  return fits ? waves : configured;
+}
+
 struct ConvertTileToGPUPass : mlir::tile::impl::ConvertTileToGPUBase<ConvertTileToGPUPass> {
   using ConvertTileToGPUBase::ConvertTileToGPUBase;
 
@@ -625,16 +645,17 @@ struct ConvertTileToGPUPass : mlir::tile::impl::ConvertTileToGPUBase<ConvertTile
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), builder.getUnitAttr());
     builder.setInsertionPointToEnd(module.getBody());
     auto gpuModule = gpu::GPUModuleOp::create(builder, module.getLoc(), "tile_kernels");
-    int64_t threads = numWarps * arch->waveSize;
 
     for (auto kernel : kernels) {
       Distribution dist;
       dist.arch = *arch;
-      dist.numWarps = numWarps;
       dist.nonKDim = matrixInstrNonKDim;
       dist.kpack = kpack;
       dist.numStages = numStages;
       dist.allowTf32 = allowTf32;
+      dist.numWarps = numWarps;
+      dist.numWarps = wavesFor(kernel, dist);
+      int64_t threads = dist.numWarps * arch->waveSize;
       dist.threads = threads;
       if (failed(checkDistributable(kernel, dist)))
         return signalPassFailure();
@@ -642,7 +663,7 @@ struct ConvertTileToGPUPass : mlir::tile::impl::ConvertTileToGPUBase<ConvertTile
       bool anyDot = false, allOnWarpgroups = true;
       kernel.walk([&](DotOp dot) {
         anyDot = true;
-        allOnWarpgroups = allOnWarpgroups && warpgroupMmaFits(dot, *arch, numWarps);
+        allOnWarpgroups = allOnWarpgroups && warpgroupMmaFits(dot, *arch, dist.numWarps);
       });
       dist.warpgroupMma = anyDot && allOnWarpgroups;
       dist.divisibility = Divisibility(kernel);
