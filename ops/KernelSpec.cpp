@@ -63,6 +63,8 @@ tile::CompileOptions tile::ops::compileOptionsFor(const KernelSpec &spec) {
     options.numStages = stages->second;
   if (auto waves = spec.config.find("waves_per_eu"); waves != spec.config.end())
     options.wavesPerEu = waves->second;
+  if (auto specialize = spec.config.find("warp_specialize"); specialize != spec.config.end())
+    options.warpSpecialize = specialize->second;
   if (auto tf32 = spec.config.find("allow_tf32"); tf32 != spec.config.end())
     options.allowTf32 = tf32->second != 0;
   return options;

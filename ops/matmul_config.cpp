@@ -11,7 +11,8 @@ const std::vector<std::string> &matmulKnobNames() {
   static const std::vector<std::string> names = {
       "BLOCK_M",     "BLOCK_N",      "BLOCK_K",
       "GROUP_M",     "num_warps",    "num_stages",
-      "waves_per_eu", "matrix_instr_nonkdim", "kpack"};
+      "waves_per_eu", "matrix_instr_nonkdim", "kpack",
+      "warp_specialize"};
   return names;
 }
 
@@ -78,7 +79,8 @@ std::map<std::string, int64_t> gpuConfig(const Target &target, int64_t m, int64_
             {"num_stages", 4},
             {"waves_per_eu", 0},
             {"matrix_instr_nonkdim", 16},
-            {"kpack", 1}};
+            {"kpack", 1},
+            {"warp_specialize", 0}};
   }
   return {{"BLOCK_M", large ? 128 : 64},
           {"BLOCK_N", large ? 128 : 64},
@@ -90,7 +92,8 @@ std::map<std::string, int64_t> gpuConfig(const Target &target, int64_t m, int64_
           {"num_stages", hip ? 2 : 4},
           {"waves_per_eu", hip ? 2 : 0},
           {"matrix_instr_nonkdim", 16},
-          {"kpack", 1}};
+          {"kpack", 1},
+          {"warp_specialize", 0}};
 }
 
 int64_t bytesOf(const std::string &dtype) {

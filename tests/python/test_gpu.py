@@ -337,6 +337,52 @@ def test_bulk_tensor_copies_and_their_cp_async_fallback_agree(tmp_path, dtype):
     runtime.clear_cache()
 
 
+@pytest.mark.skipif(not hopper(), reason="warp specialization splits Hopper's bulk-copy loop")
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("candidate", [
+    {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 4, "num_stages": 2},
+    {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 4, "num_stages": 3},
+    {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 8, "num_stages": 4},
+], ids=["64x128-s2", "128x128-s3", "128x256-w8-s4"])
+def test_warp_specialized_kernels_compute_the_same(tmp_path, dtype, candidate):
+    """warp_specialize=1: a producer warpgroup issues the bulk copies, released stage by
+    stage by the consumers' mbarrier arrivals. Ragged edges, K shorter than a block, K
+    loops longer than the ring, transposed operands; the cp.async fallback (misaligned a)
+    keeps its own kernel."""
+    from torch_tile import config, runtime
+
+    def dense(rows, cols):
+        return torch.randn(rows, cols, device="cuda").to(dtype)
+
+    cases = {
+        "ragged": (dense(392, 328), dense(328, 264) / 328 ** 0.5, True),
+        "short K": (dense(200, 24), dense(24, 136), True),
+        "long K": (dense(256, 4096), dense(4096, 512) / 64, True),
+        "transposed": (dense(328, 392).t(), (dense(264, 328) / 328 ** 0.5).t(), True),
+        "misaligned": (torch.randn(300 * 200 + 8, device="cuda").to(dtype)[1:300 * 200 + 1].view(300, 200),
+                       dense(200, 136) / 200 ** 0.5, False),
+    }
+    runtime.clear_tuning()
+    for name, (a, b, bulk) in cases.items():
+        folder = tmp_path / name.replace(" ", "-")
+        with config.patch(autotune=True, cache_dir=tmp_path / "cache", dump_dir=folder,
+                          autotune_configs={"matmul": {"cuda": [dict(candidate, warp_specialize=1)]}}):
+            runtime.clear_cache()
+            runtime.clear_tuning()
+            poison_next_allocation((a.shape[0], b.shape[1]), dtype)
+            out = torch.ops.tile.matmul_leaky_relu(a, b, 0.2)
+            torch.cuda.synchronize()
+        ref = F.leaky_relu(a.double() @ b.double(), 0.2)
+        assert element_error(out, ref) <= ELEMENT_BOUND[dtype], name
+        ptx = "".join(p.read_text() for p in folder.rglob("*.ptx"))
+        assert ptx, f"{name}: no PTX dumped under {folder}"
+        # The consumers release stages and synchronize among themselves (barrier 1).
+        assert ("mbarrier.arrive.shared::cta.b64" in ptx) == bulk, name
+        assert ("bar.sync 1," in ptx) == bulk, name
+    runtime.clear_tuning()
+    runtime.clear_cache()
+
+
 @pytest.mark.skipif(torch.version.hip is not None, reason="TF32 is NVIDIA's")
 def test_float32_follows_torchs_matmul_precision():
     """'highest': exact f32 (FMAs); 'high': TF32 inputs, as torch.matmul then uses, so the

@@ -135,7 +135,7 @@ void compileForGpu(mlir::ModuleOp module, const Target &target, const CompileOpt
                        " is an AMD occupancy hint; " + arch->name + " takes waves_per_eu=0");
   mlir::PassManager toGpu(context);
   buildTileToGpuPipeline(toGpu, arch->name, options.numWarps, options.matrixInstrNonKDim,
-                         options.kpack, options.numStages, options.allowTf32);
+                         options.kpack, options.numStages, options.allowTf32, options.warpSpecialize);
   if (mlir::failed(toGpu.run(module)))
     diagnostics.fail("lowering tile -> tile-gpu failed:");
   keep("tile-gpu", printed(module));

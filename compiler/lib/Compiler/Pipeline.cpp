@@ -69,7 +69,8 @@ static void expandBf16(OpPassManager &pm) {
 
 void ::tile::buildTileToGpuPipeline(OpPassManager &pm, const std::string &chipset,
                                     int64_t numWarps, int64_t matrixInstrNonKDim,
-                                    int64_t kpack, int64_t numStages, bool allowTf32) {
+                                    int64_t kpack, int64_t numStages, bool allowTf32,
+                                    int64_t warpSpecialize) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   mlir::tile::ConvertTileToGPUOptions options;
@@ -79,6 +80,7 @@ void ::tile::buildTileToGpuPipeline(OpPassManager &pm, const std::string &chipse
   options.kpack = kpack;
   options.numStages = numStages;
   options.allowTf32 = allowTf32;
+  options.warpSpecialize = warpSpecialize;
   pm.addPass(mlir::tile::createConvertTileToGPU(options));
 }
 
@@ -132,6 +134,9 @@ struct GpuPipelineOptions : PassPipelineOptions<GpuPipelineOptions> {
   Option<bool> allowTf32{*this, "allow-tf32",
                          llvm::cl::desc("f32 dots on NVIDIA may use TF32 mma.sync"),
                          llvm::cl::init(false)};
+  Option<int64_t> warpSpecialize{*this, "warp-specialize",
+                                 llvm::cl::desc("sm_90a: a producer warpgroup issues the bulk copies"),
+                                 llvm::cl::init(0)};
 };
 } // namespace
 
@@ -143,7 +148,7 @@ void ::tile::registerTilePassesAndPipelines() {
   PassPipelineRegistration<GpuPipelineOptions>(
       "tile-to-gpu", "tile -> tile-gpu stage", [](OpPassManager &pm, const GpuPipelineOptions &o) {
         buildTileToGpuPipeline(pm, o.chipset, o.numWarps, o.matrixInstrNonKDim, o.kpack,
-                               o.numStages, o.allowTf32);
+                               o.numStages, o.allowTf32, o.warpSpecialize);
       });
   PassPipelineRegistration<GpuPipelineOptions>(
       "tile-gpu-to-llvm", "tile-gpu -> llvm stage (ROCDL or NVVM by chipset)",

@@ -38,6 +38,10 @@ struct CompileOptions {
   /// NVIDIA f32 dots: TF32 mma.sync instead of exact FMAs (torch's float32 matmul
   /// precision 'high' or 'medium').
   bool allowTf32 = false;
+  /// sm_90a bulk-copy K loops: 1 adds a producer warpgroup that only issues the copies,
+  /// while the num_warps warps only multiply (Triton's warp_specialize); 0: every warp
+  /// does both.
+  int64_t warpSpecialize = 0;
   /// AMD targets: the occupancy LLVM must leave room for (`amdgpu-waves-per-eu`); 0: none.
   int64_t wavesPerEu = 0;
   /// NVIDIA: assemble the PTX with ptxas, where it is on PATH, for the resource report's

@@ -53,6 +53,10 @@ def ConvertTileToGPU : Pass<"convert-tile-to-gpu", "::mlir::ModuleOp"> {
     Option<"allowTf32", "allow-tf32", "bool", /*default=*/"false",
            "f32 dots on NVIDIA may round their inputs to TF32 for mma.sync (as torch's "
            "float32 matmul precision 'high' allows cuBLAS to); off: exact f32 FMAs">,
+    Option<"warpSpecialize", "warp-specialize", "int64_t", /*default=*/"0",
+           "sm_90a: 1 adds a producer warpgroup that issues a pipelined K loop's bulk "
+           "tensor copies, guarded by full and empty mbarriers per stage, while the "
+           "num-warps warps only run the warpgroup MMAs; 0: every warp does both">,
   ];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::vector::VectorDialect",
                            "::mlir::scf::SCFDialect", "::mlir::gpu::GPUDialect",

@@ -109,12 +109,14 @@ std::optional<BulkCopyOperand> mlir::tile::gpu_lowering::bulkCopyOperand(const S
 }
 
 void mlir::tile::gpu_lowering::initTensorMapBarriers(OpBuilder &b, Location loc, Value barriers, int64_t count,
-                                                     Value threadId) {
-  Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, threadId, i32Constant(b, loc, 0));
-  scf::IfOp::create(b, loc, first, [&](OpBuilder &b, Location loc) {
-    for (int64_t i = 0; i < count; ++i)
-      inlinePtx(b, loc, "mbarrier.init.shared::cta.b64 [$0], 1;", 0, "r",
-                ValueRange{tensorMapBarrier(b, loc, barriers, i32Constant(b, loc, i))}, {});
+                                                     Value threadId, int64_t arrivals, int64_t first) {
+  Value isFirst = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, threadId, i32Constant(b, loc, 0));
+  scf::IfOp::create(b, loc, isFirst, [&](OpBuilder &b, Location loc) {
+    for (int64_t i = first; i < first + count; ++i)
+      inlinePtx(b, loc, "mbarrier.init.shared::cta.b64 [$0], $1;", 0, "r,r",
+                ValueRange{tensorMapBarrier(b, loc, barriers, i32Constant(b, loc, i)),
+                           i32Constant(b, loc, arrivals)},
+                {});
     // The barriers' initialization becomes visible to the copy engine.
     inlinePtx(b, loc, "fence.mbarrier_init.release.cluster;", 0, "", {}, {});
     scf::YieldOp::create(b, loc);
@@ -138,10 +140,7 @@ Value mlir::tile::gpu_lowering::tensorMapBarrier(OpBuilder &b, Location loc, Val
 }
 
 void mlir::tile::gpu_lowering::issueBulkCopies(OpBuilder &b, Location loc, ArrayRef<BulkCopyPlacement> copies,
-                                               Value barrier, Value inRange, Value threadId) {
-  Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, threadId, i32Constant(b, loc, 0));
-  // A tile past the loop's end is not copied: no iteration waits for it.
-  Value issue = arith::AndIOp::create(b, loc, first, inRange);
+                                               Value barrier, Value issue) {
   int64_t bytes = 0;
   for (const BulkCopyPlacement &copy : copies)
     bytes += copy.operand->boxes * copy.operand->boxInner * copy.operand->boxOuter * copy.operand->elementBytes;
@@ -163,6 +162,10 @@ void mlir::tile::gpu_lowering::issueBulkCopies(OpBuilder &b, Location loc, Array
     }
     scf::YieldOp::create(b, loc);
   });
+}
+
+void mlir::tile::gpu_lowering::arriveOnBarrier(OpBuilder &b, Location loc, Value barrier) {
+  inlinePtx(b, loc, "mbarrier.arrive.shared::cta.b64 _, [$0];", 0, "r", ValueRange{barrier}, {});
 }
 
 void mlir::tile::gpu_lowering::waitForBulkCopies(OpBuilder &b, Location loc, Value barrier, Value phase) {

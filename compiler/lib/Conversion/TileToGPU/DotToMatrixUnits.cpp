@@ -56,7 +56,7 @@ Value aheadOf(OpBuilder &b, scf::ForOp loop, Value value, IRMapping &mapping) {
 } // namespace
 
 PipelinePlans mlir::tile::gpu_lowering::planPipelines(Operation *kernel, int64_t numStages,
-                                                     int64_t ringSize) {
+                                                     int64_t ringSize, bool producerLoops) {
   PipelinePlans plans;
   if (numStages < 2)
     return plans;
@@ -131,6 +131,27 @@ PipelinePlans mlir::tile::gpu_lowering::planPipelines(Operation *kernel, int64_t
       plan.slot.push_back(toI32(slot));
     }
     plan.iteration = iteration;
+    if (producerLoops) {
+      // The producer's loop, before this one: the leaves at its own induction variable.
+      OpBuilder outside(loop);
+      auto producer = scf::ForOp::create(outside, loc, loop.getLowerBound(), loop.getUpperBound(), loop.getStep());
+      producer->setAttr(kProducerLoopAttr, outside.getUnitAttr());
+      OpBuilder inside = OpBuilder::atBlockTerminator(producer.getBody());
+      IRMapping mapping;
+      mapping.map(iv, producer.getInductionVar());
+      for (Value leaf : leaves) {
+        Value value = aheadOf(inside, loop, leaf, mapping);
+        if (!value) {
+          producer->erase();
+          return;
+        }
+        plan.producerScalars[leaf] = value;
+      }
+      plan.producerIteration = arith::DivSIOp::create(
+          inside, loc, arith::SubIOp::create(inside, loc, producer.getInductionVar(), loop.getLowerBound()),
+          loop.getStep());
+      plan.producerLoop = producer;
+    }
     plans[dot] = std::move(plan);
   });
   return plans;
@@ -787,10 +808,25 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
     return op.emitError("num_stages=") << stages << " copies 16-byte runs of each operand tile; a "
                                        << m << "x" << k << " by " << k << "x" << n << " " << input
                                        << " dot has shorter rows; use num_stages=1";
-  // A pipelined loop's buffers and prologue come before the loop.
+  // Bulk tensor copies where the kernel takes tensor maps for both operands and both
+  // are tiles of a matrix the maps can describe: 16-byte aligned with strides of whole
+  // 16 bytes (what a map's address and strides must be), coordinates below 2^31.
+  std::optional<BulkCopyOperand> bulkA, bulkB;
+  if (async && warpgroup && pa.aligned16 && pb.aligned16 && dist.pointerRanges.bitsOf(a->lanes.basePtr) <= 32 &&
+      dist.pointerRanges.bitsOf(b->lanes.basePtr) <= 32) {
+    bulkA = bulkCopyOperand(*a, pa.shared, pa.innerDim, bytes, dist.tensorMaps[0]);
+    bulkB = bulkCopyOperand(*b, pb.shared, pb.innerDim, bytes, dist.tensorMaps[1]);
+  }
+  // Warp specialization: a producer warpgroup issues the bulk copies in a loop of its
+  // own, before this one (which the pass then gives to the other warps).
+  scf::ForOp producerLoop;
+  if (bulkA && bulkB && plan && plan->producerLoop && dist.warpSpecialize)
+    producerLoop = plan->producerLoop;
+  // A pipelined loop's buffers and prologue come before the loop (and before the
+  // producer's, which uses them too).
   Operation *loopOp = op->getParentOp();
   if (plan)
-    rewriter.setInsertionPoint(loopOp);
+    rewriter.setInsertionPoint(producerLoop ? producerLoop.getOperation() : loopOp);
   // The warpgroup MMA's swizzle repeats every 8 rows of 128 bytes, which it applies to
   // the absolute shared address: its tiles start at multiples of 1024 bytes.
   int64_t alignment = warpgroup ? 1024 : 16;
@@ -862,21 +898,18 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
     return success();
   }
 
-  // Bulk tensor copies where the kernel takes tensor maps for both operands and both
-  // are tiles of a matrix the maps can describe: 16-byte aligned with strides of whole
-  // 16 bytes (what a map's address and strides must be), coordinates below 2^31.
-  std::optional<BulkCopyOperand> bulkA, bulkB;
-  if (async && warpgroup && pa.aligned16 && pb.aligned16 && dist.pointerRanges.bitsOf(a->lanes.basePtr) <= 32 &&
-      dist.pointerRanges.bitsOf(b->lanes.basePtr) <= 32) {
-    bulkA = bulkCopyOperand(*a, pa.shared, pa.innerDim, bytes, dist.tensorMaps[0]);
-    bulkB = bulkCopyOperand(*b, pb.shared, pb.innerDim, bytes, dist.tensorMaps[1]);
-  }
   if (bulkA && bulkB) {
     recordTensorMaps(rewriter, op, *bulkA, *bulkB, input);
     // The stages' barriers follow the ring in the dynamic shared array: static shared
-    // memory before it would move the ring off its 1024-byte alignment.
-    Value barriers = sharedBuffer(rewriter, op, dist.arch, rewriter.getI64Type(), stages, "__tile_copy_barriers", 8);
+    // memory before it would move the ring off its 1024-byte alignment. Per stage, a
+    // "full" barrier counts the copies' bytes; with a producer warpgroup, stage s's
+    // "empty" barrier (at stages + s) counts the consumer warps done reading it.
+    int64_t barrierCount = producerLoop ? 2 * stages : stages;
+    Value barriers =
+        sharedBuffer(rewriter, op, dist.arch, rewriter.getI64Type(), barrierCount, "__tile_copy_barriers", 8);
     initTensorMapBarriers(rewriter, loc, barriers, stages, dist.threadId);
+    if (producerLoop)
+      initTensorMapBarriers(rewriter, loc, barriers, stages, dist.threadId, dist.numWarps, stages);
     gpu::BarrierOp::create(rewriter, loc);
     {
       // After the loop every issued tile has been waited for; the epilogue may reuse
@@ -884,11 +917,13 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
       OpBuilder::InsertionGuard guard(rewriter);
       rewriter.setInsertionPointAfter(loopOp);
       gpu::BarrierOp::create(rewriter, loc);
-      invalidateTensorMapBarriers(rewriter, loc, barriers, stages, dist.threadId);
+      invalidateTensorMapBarriers(rewriter, loc, barriers, barrierCount, dist.threadId);
     }
     // The copies of the tile `shift` maps the scalars to, into stage `slot`.
+    // Where `issue` (one thread, and a tile that exists), the copies of the tile `shift`
+    // maps the scalars to, into stage `slot`.
     auto copyTiles = [&](OpBuilder &builder, Location loc, const DenseMap<Value, Value> *shift, Value slot,
-                         Value inRange) {
+                         Value issue) {
       auto remap = [&](Value v) { return remapThrough(shift, v); };
       auto i32Of = [&](const ScalarPoly &poly) -> Value {
         return arith::TruncIOp::create(builder, loc, builder.getI32Type(), poly.materialize(builder, loc, remap));
@@ -900,12 +935,88 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
         copies.push_back({operand, elementPtr(builder, loc, buffer, input, first), input, i32Of(operand->inner),
                           i32Of(operand->outer)});
       }
-      issueBulkCopies(builder, loc, copies, tensorMapBarrier(builder, loc, barriers, slot), inRange,
-                      dist.threadId);
+      issueBulkCopies(builder, loc, copies, tensorMapBarrier(builder, loc, barriers, slot), issue);
+    };
+    auto threadIs = [&](OpBuilder &builder, Location loc, int64_t thread) -> Value {
+      return arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq, dist.threadId,
+                                   i32Constant(builder, loc, thread));
+    };
+    // Stage s is filled for the (k / S)-th time at iteration k: that phase's parity.
+    auto phaseOf = [&](OpBuilder &builder, Location loc, Value iteration, bool flipped) {
+      Type type = iteration.getType();
+      auto constant = [&](int64_t v) {
+        return arith::ConstantOp::create(builder, loc, type, builder.getIntegerAttr(type, v));
+      };
+      Value round = arith::DivSIOp::create(builder, loc, iteration, constant(stages));
+      if (flipped)
+        round = arith::AddIOp::create(builder, loc, round, constant(1));
+      Value phase = arith::AndIOp::create(builder, loc, round, constant(1));
+      if (type.getIntOrFloatBitWidth() != 32)
+        phase = arith::TruncIOp::create(builder, loc, builder.getI32Type(), phase);
+      return phase;
+    };
+    auto slotOf = [&](OpBuilder &builder, Location loc, Value iteration, int64_t ahead) -> Value {
+      Type type = iteration.getType();
+      Value shifted = arith::AddIOp::create(builder, loc, iteration,
+                                            arith::ConstantOp::create(builder, loc, type, builder.getIntegerAttr(type, ahead)));
+      Value slot = arith::RemSIOp::create(builder, loc, shifted,
+                                          arith::ConstantOp::create(builder, loc, type, builder.getIntegerAttr(type, stages)));
+      if (type.getIntOrFloatBitWidth() != 32)
+        slot = arith::TruncIOp::create(builder, loc, builder.getI32Type(), slot);
+      return slot;
+    };
+    if (producerLoop) {
+      // The producer: for tile k, its first thread waits until the consumers released
+      // stage k % S (its (k / S - 1)-th release; the parity of the phase before the
+      // first passes at once), then copies tile k into it.
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPoint(producerLoop.getBody()->getTerminator());
+      Value iteration = rewriter.getRemappedValue(plan->producerIteration);
+      Value slot = slotOf(rewriter, loc, iteration, 0);
+      Value issuer = threadIs(rewriter, loc, dist.threads);
+      scf::IfOp::create(rewriter, loc, issuer, [&](OpBuilder &builder, Location loc) {
+        Value empty = tensorMapBarrier(builder, loc, barriers,
+                                       arith::AddIOp::create(builder, loc, slot, i32Constant(builder, loc, stages)));
+        waitForBulkCopies(builder, loc, empty, phaseOf(builder, loc, iteration, /*flipped=*/true));
+        copyTiles(builder, loc, &plan->producerScalars, slot, arith::ConstantIntOp::create(builder, loc, 1, 1));
+        scf::YieldOp::create(builder, loc);
+      });
+      // The consumers: wait for tile k, multiply, and once tile k - 1's MMAs are done
+      // (one group left in flight), each warp's first lane releases its stage.
+      rewriter.setInsertionPoint(op);
+      Value consumerIteration = rewriter.getRemappedValue(plan->iteration);
+      waitForBulkCopies(rewriter, loc, tensorMapBarrier(rewriter, loc, barriers, plan->slot[0]),
+                        phaseOf(rewriter, loc, consumerIteration, /*flipped=*/false));
+      Value result = compute(plan->slot[0]);
+      waitForWarpgroups(rewriter, loc, 1, Value());
+      op->getPrevNode()->setAttr(kWarpgroupPendingAttr, rewriter.getUnitAttr());
+      Type type = consumerIteration.getType();
+      Value notFirst = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::sgt, consumerIteration,
+                                             arith::ConstantOp::create(rewriter, loc, type, rewriter.getIntegerAttr(type, 0)));
+      Value firstLane = arith::CmpIOp::create(
+          rewriter, loc, arith::CmpIPredicate::eq,
+          arith::RemUIOp::create(rewriter, loc, dist.threadId, i32Constant(rewriter, loc, dist.arch.waveSize)),
+          i32Constant(rewriter, loc, 0));
+      Value previous = slotOf(rewriter, loc, consumerIteration, stages - 1);
+      scf::IfOp::create(rewriter, loc, arith::AndIOp::create(rewriter, loc, notFirst, firstLane),
+                        [&](OpBuilder &builder, Location loc) {
+                          Value empty = tensorMapBarrier(
+                              builder, loc, barriers, arith::AddIOp::create(builder, loc, previous, i32Constant(builder, loc, stages)));
+                          arriveOnBarrier(builder, loc, empty);
+                          scf::YieldOp::create(builder, loc);
+                        });
+      result.getDefiningOp()->setAttr(kWarpgroupAccumulatorAttr, rewriter.getUnitAttr());
+      rewriter.replaceOp(op, result);
+      return success();
+    }
+    // Without a producer, thread 0 copies; a tile past the loop's end is not copied: no
+    // iteration waits for it.
+    auto firstThreadAnd = [&](OpBuilder &builder, Location loc, Value inRange) -> Value {
+      return arith::AndIOp::create(builder, loc, threadIs(builder, loc, 0), inRange);
     };
     for (int64_t d = 0; d + 1 < stages; ++d)
       copyTiles(rewriter, loc, &plan->prologue[d], i32Constant(rewriter, loc, d),
-                rewriter.getRemappedValue(plan->prologueInRange[d]));
+                firstThreadAnd(rewriter, loc, rewriter.getRemappedValue(plan->prologueInRange[d])));
     rewriter.setInsertionPoint(op);
     return pipelineWarpgroups(
         rewriter, op, compute, plan->slot[0],
@@ -924,7 +1035,7 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
         },
         [&](OpBuilder &builder, Location loc) {
           copyTiles(builder, loc, &plan->shifted[stages - 1], plan->slot[stages - 1],
-                    rewriter.getRemappedValue(plan->inRange[stages - 1]));
+                    firstThreadAnd(builder, loc, rewriter.getRemappedValue(plan->inRange[stages - 1])));
         });
   }
 

@@ -9,6 +9,7 @@
 #include "tile/Target/GpuArch.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Transforms/DialectConversion.h"
 
@@ -107,6 +108,12 @@ struct PipelinedLoop {
   /// iteration d and whether it exists (its stage is d).
   SmallVector<DenseMap<Value, Value>> prologue;
   SmallVector<Value> prologueInRange;
+  /// With warp specialization: a loop over the same iterations before this one, holding
+  /// only the scalars of its own iteration (producerScalars) and its number from 0, into
+  /// which the lowering puts the copies; the lowering erases it where it copies otherwise.
+  scf::ForOp producerLoop;
+  DenseMap<Value, Value> producerScalars;
+  Value producerIteration;
 };
 using PipelinePlans = DenseMap<Operation *, PipelinedLoop>;
 
@@ -127,7 +134,21 @@ void prefetchFirstFragments(Operation *root);
 
 /// Plans every dot of `kernel` that can be pipelined over `numStages` stages (none
 /// when numStages < 2), its tiles going round a ring of `ringSize` shared buffers.
-PipelinePlans planPipelines(Operation *kernel, int64_t numStages, int64_t ringSize);
+/// `producerLoops`: also build each plan's producerLoop.
+PipelinePlans planPipelines(Operation *kernel, int64_t numStages, int64_t ringSize, bool producerLoops = false);
+
+/// Threads of one Hopper warpgroup (4 warps), the unit of the warpgroup MMA and of a
+/// warp-specialized kernel's producer.
+constexpr int64_t kWarpgroupThreads = 128;
+
+/// Marks the loop of a warp-specialized kernel's producer warpgroup (see
+/// splitProducerWarpgroup).
+constexpr llvm::StringLiteral kProducerLoopAttr = "tile.producer_loop";
+
+/// Where the lowering gave a kernel a producer loop: threads from `consumerThreads` on
+/// run only it and leave, the others run the rest of the kernel, whose block barriers
+/// become named barriers of the consumer threads. Returns whether it did.
+bool splitProducerWarpgroup(Operation *func, Value threadId, int64_t consumerThreads);
 
 /// What every pattern needs: the thread id, the arch and the layout rules of this kernel.
 struct Distribution {
@@ -137,6 +158,8 @@ struct Distribution {
   int64_t kpack = 1;
   int64_t numStages = 1;
   bool allowTf32 = false;
+  /// sm_90a bulk-copy K loops get a producer warpgroup (threads from `threads` on).
+  bool warpSpecialize = false;
   int64_t threads = 0;
   int64_t accessElements = 1;
   /// Every dot of the kernel runs on Hopper's warpgroup MMA (wgmma), which sets the
@@ -291,16 +314,20 @@ struct BulkCopyPlacement {
 
 /// Thread 0 initializes the `count` mbarriers at `barriers` (one per stage, 8 bytes each)
 /// for one arrival each; a block barrier must follow before any use.
-void initTensorMapBarriers(OpBuilder &b, Location loc, Value barriers, int64_t count, Value threadId);
+void initTensorMapBarriers(OpBuilder &b, Location loc, Value barriers, int64_t count, Value threadId,
+                           int64_t arrivals = 1, int64_t first = 0);
 /// Thread 0 invalidates them, so that their memory may serve other data (the epilogue
 /// reuses the dynamic shared array); every thread must be done with them (a block barrier
 /// before).
 void invalidateTensorMapBarriers(OpBuilder &b, Location loc, Value barriers, int64_t count, Value threadId);
 /// The barrier of stage `slot` (i32).
 Value tensorMapBarrier(OpBuilder &b, Location loc, Value barriers, Value slot);
-/// Thread 0, where `inRange`, announces the stage's bytes on `barrier` and issues the copies.
+/// Where `issue` (i1: one thread, and a tile that exists), announces the stage's bytes
+/// on `barrier` and issues the copies.
 void issueBulkCopies(OpBuilder &b, Location loc, ArrayRef<BulkCopyPlacement> copies, Value barrier,
-                     Value inRange, Value threadId);
+                     Value issue);
+/// One arrival on `barrier` (a consumer releasing the stage it guards).
+void arriveOnBarrier(OpBuilder &b, Location loc, Value barrier);
 /// Waits until `barrier` completes its phase of parity `phase` (i32).
 void waitForBulkCopies(OpBuilder &b, Location loc, Value barrier, Value phase);
 

@@ -623,6 +623,16 @@ struct ConvertTileToGPUPass : mlir::tile::impl::ConvertTileToGPUBase<ConvertTile
       module.emitError("num_stages must be in [1, 8], got ") << numStages;
       return signalPassFailure();
     }
+    // Only the warpgroup MMA's bulk copies have a producer to split off; elsewhere the
+    // knob would be hashed and ignored.
+    if (warpSpecialize != 0 && (warpSpecialize != 1 || arch->matrixUnit != ::tile::MatrixUnit::Wgmma ||
+                                numStages < 2)) {
+      module.emitError("warp_specialize=")
+          << warpSpecialize << " gives the bulk tensor copies of a pipelined K loop a producer warpgroup; "
+          << "it takes 0 or 1, and 1 needs sm_90a's warpgroup MMA and num_stages >= 2 (got " << arch->name
+          << ", num_stages=" << numStages << ")";
+      return signalPassFailure();
+    }
     if (matrixInstrNonKDim != 16 && matrixInstrNonKDim != 32) {
       module.emitError("matrix_instr_nonkdim must be 16 or 32, got ") << matrixInstrNonKDim;
       return signalPassFailure();
@@ -653,6 +663,7 @@ struct ConvertTileToGPUPass : mlir::tile::impl::ConvertTileToGPUBase<ConvertTile
       dist.kpack = kpack;
       dist.numStages = numStages;
       dist.allowTf32 = allowTf32;
+      dist.warpSpecialize = warpSpecialize != 0;
       dist.numWarps = numWarps;
       dist.numWarps = wavesFor(kernel, dist);
       int64_t threads = dist.numWarps * arch->waveSize;
@@ -695,7 +706,8 @@ struct ConvertTileToGPUPass : mlir::tile::impl::ConvertTileToGPUBase<ConvertTile
       builder.setInsertionPointToStart(&func.getBody().front());
       Value tid = gpu::ThreadIdOp::create(builder, func.getLoc(), gpu::Dimension::x);
       dist.threadId = arith::IndexCastUIOp::create(builder, func.getLoc(), builder.getI32Type(), tid);
-      PipelinePlans pipelines = planPipelines(func, numStages, ::tile::pipelineBuffers(*arch, numStages));
+      PipelinePlans pipelines = planPipelines(func, numStages, ::tile::pipelineBuffers(*arch, numStages),
+                                              dist.warpSpecialize && dist.warpgroupMma);
       dist.pipelines = &pipelines;
 
       GpuTypeConverter converter(ctx, dist);
@@ -723,6 +735,9 @@ struct ConvertTileToGPUPass : mlir::tile::impl::ConvertTileToGPUBase<ConvertTile
           return signalPassFailure();
       prefetchFirstFragments(func);
       waitAfterWarpgroupLoops(func);
+      if (splitProducerWarpgroup(func, dist.threadId, threads))
+        func.setKnownBlockSizeAttr(
+            builder.getDenseI32ArrayAttr({int32_t(threads + kWarpgroupThreads), 1, 1}));
       // The epilogue's staging area overlays the K loop's buffers from the array's start.
       if (auto staged = func->getAttrOfType<IntegerAttr>(kEpilogueSharedBytesAttr)) {
         int64_t bytes = staged.getInt();

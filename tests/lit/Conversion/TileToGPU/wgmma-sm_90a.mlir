@@ -1,5 +1,6 @@
 // RUN: tile-opt %s --tile-to-gpu="chipset=sm_90a num-stages=3" | FileCheck %s
 // RUN: tile-opt %s --tile-to-gpu="chipset=sm_90 num-stages=3" | FileCheck %s --check-prefix=MMASYNC
+// RUN: tile-opt %s --tile-to-gpu="chipset=sm_90a num-stages=3 warp-specialize=1" | FileCheck %s --check-prefix=WS
 // The matmul tile program (64x64x16 blocks, f16 in, f32 out, row-major and 16-byte
 // aligned operands with 32-bit offsets; as ops/matmul.cpp builds it) on Hopper's warpgroup
 // MMA: the four warps are one warpgroup, whose m64n64k16 instruction reads a (K-major) and
@@ -17,7 +18,7 @@
 // CHECK: gpu.func @matmul({{.+}}, %[[MAPA:.+]]: !llvm.ptr, %[[MAPB:.+]]: !llvm.ptr) kernel
 // CHECK-SAME: tile.dynamic_shared_bytes = 12312 : i64
 // CHECK-SAME: tile.tensor_maps = [{box_inner = 16 : i64, box_outer = 64 : i64, contiguous_dim = 1 : i64, data_type = 6 : i64, operand = 0 : i64, swizzle_bytes = 32 : i64}, {box_inner = 64 : i64, box_outer = 16 : i64, contiguous_dim = 1 : i64, data_type = 6 : i64, operand = 1 : i64, swizzle_bytes = 128 : i64}]
-// CHECK-COUNT-3: "mbarrier.init.shared::cta.b64 [$0], 1;"
+// CHECK-COUNT-3: "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r" %{{.+}}, %c1_i32
 // CHECK: gpu.barrier
 // CHECK-COUNT-2: "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;"
 // CHECK: scf.for {{.+}} -> (vector<32xf32>)
@@ -37,6 +38,41 @@
 // CHECK: "wgmma.wait_group.sync.aligned 0;"
 // CHECK: gpu.barrier
 // CHECK-COUNT-3: "mbarrier.inval.shared::cta.b64 [$0];"
+
+// With warp_specialize=1 a second warpgroup (threads 128-255) issues the
+// copies: thread 0 also initializes an "empty" barrier per stage, counting the 4 consumer
+// warps. Threads from 128 on run the producer's loop: its first thread waits for the
+// stage's release and copies the tile into it. The others run the K loop, which waits
+// for its tile, multiplies and, once the previous tile's MMAs are done, has each warp's
+// first lane release that tile's stage; no block barrier is left in it. After the loop
+// the consumers meet on barrier 1 (128 threads) before the 6 barriers are invalidated.
+// WS: gpu.func @matmul({{.+}}) kernel attributes {known_block_size = array<i32: 256, 1, 1>
+// WS-COUNT-3: "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r" %{{.+}}, %c1_i32
+// WS-COUNT-3: "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r" %{{.+}}, %c4_i32
+// WS: gpu.barrier
+// WS: %[[PRODUCER:.+]] = arith.cmpi uge, %{{.+}}, %c128_i32
+// WS-NEXT: scf.if %[[PRODUCER]] {
+// WS-NEXT: scf.for
+// WS: arith.cmpi eq, %{{.+}}, %c128_i32
+// WS: mbarrier.try_wait.parity.shared::cta.b64
+// WS: "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r" %{{.+}}, %c4096_i32
+// WS-COUNT-2: cp.async.bulk.tensor.2d
+// WS: } else {
+// WS: scf.for {{.+}} -> (vector<32xf32>)
+// WS-NOT: gpu.barrier
+// WS-NOT: cp.async.bulk
+// WS: mbarrier.try_wait.parity.shared::cta.b64
+// WS-NOT: gpu.barrier
+// WS: "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16
+// WS-NOT: gpu.barrier
+// WS: "wgmma.wait_group.sync.aligned 1;"
+// WS-NOT: gpu.barrier
+// WS: "mbarrier.arrive.shared::cta.b64 _, [$0];"
+// WS-NOT: gpu.barrier
+// WS: scf.yield %{{.+}} : vector<32xf32>
+// WS: "wgmma.wait_group.sync.aligned 0;"
+// WS: "bar.sync $0, $1;", "r,r" %c1_i32{{.*}}, %c128_i32
+// WS-COUNT-6: "mbarrier.inval.shared::cta.b64 [$0];"
 
 // MMASYNC-NOT: wgmma
 // MMASYNC: llvm.call_intrinsic "llvm.nvvm.mma.m16n8k16.row.col.f32.f32"

@@ -1,0 +1,73 @@
+// Warp specialization of a Hopper bulk-copy K loop: the dot's lowering filled a loop of
+// its own with the copies (the producer's), before the K loop of warpgroup MMAs. Here
+// the kernel is split by thread: the producer warpgroup (the threads after the
+// consumers) runs only its loop and leaves; the consumers run the rest. The two sides
+// meet only at the stages' full and empty mbarriers, so no block barrier remains in the
+// K loop; the consumers' later block barriers become a named barrier of theirs alone.
+#include "GpuLowering.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+using namespace mlir;
+using namespace mlir::tile;
+using namespace mlir::tile::gpu_lowering;
+
+namespace {
+
+/// Barrier 0 is the block's (bar.sync 0 / gpu.barrier); the consumers take the next.
+constexpr int64_t kConsumerBarrier = 1;
+
+bool hasSideEffects(scf::ForOp loop) {
+  WalkResult walk = loop.getBody()->walk([](Operation *op) {
+    return isPure(op) || isa<scf::YieldOp, scf::ForOp>(op) ? WalkResult::advance() : WalkResult::interrupt();
+  });
+  return walk.wasInterrupted();
+}
+
+} // namespace
+
+bool mlir::tile::gpu_lowering::splitProducerWarpgroup(Operation *func, Value threadId, int64_t consumerThreads) {
+  SmallVector<scf::ForOp> loops;
+  func->walk([&](scf::ForOp loop) {
+    if (loop->hasAttr(kProducerLoopAttr))
+      loops.push_back(loop);
+  });
+  scf::ForOp producer;
+  for (scf::ForOp loop : loops) {
+    loop->removeAttr(kProducerLoopAttr);
+    // A dot that copies otherwise (its operands took the cp.async fallback) left its
+    // producer loop empty of work.
+    if (!hasSideEffects(loop))
+      loop->erase();
+    else
+      producer = loop;
+  }
+  if (!producer)
+    return false;
+  Block *block = producer->getBlock();
+  Location loc = producer.getLoc();
+  OpBuilder b(producer);
+  Value isProducer = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, threadId,
+                                           i32Constant(b, loc, consumerThreads));
+  auto split = scf::IfOp::create(b, loc, isProducer, /*withElseRegion=*/true);
+  Block *then = split.thenBlock(), *otherwise = split.elseBlock();
+  producer->moveBefore(then->getTerminator());
+  // Everything after the producer's loop, up to the kernel's return, is the consumers'.
+  SmallVector<Operation *> rest;
+  for (Operation *op = split->getNextNode(); op && op != block->getTerminator(); op = op->getNextNode())
+    rest.push_back(op);
+  for (Operation *op : rest)
+    op->moveBefore(otherwise->getTerminator());
+  otherwise->walk([&](gpu::BarrierOp barrier) {
+    OpBuilder at(barrier);
+    inlinePtx(at, barrier.getLoc(), "bar.sync $0, $1;", 0, "r,r",
+              ValueRange{i32Constant(at, barrier.getLoc(), kConsumerBarrier),
+                         i32Constant(at, barrier.getLoc(), consumerThreads)},
+              {});
+    barrier.erase();
+  });
+  return true;
+}
