@@ -63,10 +63,8 @@ bool mlir::tile::gpu_lowering::splitProducerWarpgroup(Operation *func, Value thr
     op->moveBefore(otherwise->getTerminator());
   otherwise->walk([&](gpu::BarrierOp barrier) {
     OpBuilder at(barrier);
-    inlinePtx(at, barrier.getLoc(), "bar.sync $0, $1;", 0, "r,r",
-              ValueRange{i32Constant(at, barrier.getLoc(), kConsumerBarrier),
-                         i32Constant(at, barrier.getLoc(), consumerThreads)},
-              {});
+    std::string sync = "bar.sync " + std::to_string(kConsumerBarrier) + ", " + std::to_string(consumerThreads) + ";";
+    inlinePtx(at, barrier.getLoc(), sync, 0, "", {}, {});
     barrier.erase();
   });
   return true;

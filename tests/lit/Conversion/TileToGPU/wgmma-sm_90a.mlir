@@ -71,7 +71,7 @@
 // WS-NOT: gpu.barrier
 // WS: scf.yield %{{.+}} : vector<32xf32>
 // WS: "wgmma.wait_group.sync.aligned 0;"
-// WS: "bar.sync $0, $1;", "r,r" %c1_i32{{.*}}, %c128_i32
+// WS: "bar.sync 1, 128;"
 // WS-COUNT-6: "mbarrier.inval.shared::cta.b64 [$0];"
 
 // MMASYNC-NOT: wgmma
