@@ -242,8 +242,22 @@ OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) 
   Value pid = tt::ProgramIdOp::create(b, loc, b.getI32Type(), 0);
   if (index != pid.getType())
     pid = arith::ExtSIOp::create(b, loc, index, pid);
-  // Grouped order: GROUP_M block rows share each block column before moving on.
   Value programsM = mb.ceilDiv(m, blockM), programsN = mb.ceilDiv(n, blockN);
+  // Persistent: each program walks the tiles pid, pid + programs, ... (the launcher
+  // starts one per multiprocessor), so that one tile's epilogue overlaps the next one's
+  // first copies where a producer issues them.
+  bool persistent = spec.config.count("persistent") && spec.knob("persistent") != 0;
+  if (persistent) {
+    func->setAttr(mlir::tile::kPersistentAttrName, b.getUnitAttr());
+    Value programs = tt::NumProgramsOp::create(b, loc, b.getI32Type(), 0);
+    if (index != programs.getType())
+      programs = arith::ExtSIOp::create(b, loc, index, programs);
+    Value tiles = arith::MulIOp::create(b, loc, programsM, programsN);
+    auto walk = scf::ForOp::create(b, loc, pid, tiles, programs);
+    b.setInsertionPoint(walk.getBody()->getTerminator());
+    pid = walk.getInductionVar();
+  }
+  // Grouped order: GROUP_M block rows share each block column before moving on.
   Value perGroup = arith::MulIOp::create(b, loc, mb.constant(groupM), programsN);
   Value group = arith::DivSIOp::create(b, loc, pid, perGroup);
   Value firstM = arith::MulIOp::create(b, loc, group, mb.constant(groupM));
@@ -279,6 +293,8 @@ OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) 
   Value result = castAccumulator(b, loc, acc, output);
   auto [cPtrs, cMask] = mb.block(c, rows, strideCm, m, cols, strideCn, n);
   tt::StoreOp::create(b, loc, cPtrs, result, cMask);
+  if (persistent)
+    b.setInsertionPointToEnd(body);
   func::ReturnOp::create(b, loc);
   return module;
 }

@@ -12,7 +12,7 @@ const std::vector<std::string> &matmulKnobNames() {
       "BLOCK_M",     "BLOCK_N",      "BLOCK_K",
       "GROUP_M",     "num_warps",    "num_stages",
       "waves_per_eu", "matrix_instr_nonkdim", "kpack",
-      "warp_specialize"};
+      "warp_specialize", "persistent"};
   return names;
 }
 
@@ -80,7 +80,8 @@ std::map<std::string, int64_t> gpuConfig(const Target &target, int64_t m, int64_
             {"waves_per_eu", 0},
             {"matrix_instr_nonkdim", 16},
             {"kpack", 1},
-            {"warp_specialize", 0}};
+            {"warp_specialize", 0},
+            {"persistent", 0}};
   }
   return {{"BLOCK_M", large ? 128 : 64},
           {"BLOCK_N", large ? 128 : 64},
@@ -93,7 +94,8 @@ std::map<std::string, int64_t> gpuConfig(const Target &target, int64_t m, int64_
           {"waves_per_eu", hip ? 2 : 0},
           {"matrix_instr_nonkdim", 16},
           {"kpack", 1},
-          {"warp_specialize", 0}};
+          {"warp_specialize", 0},
+          {"persistent", 0}};
 }
 
 int64_t bytesOf(const std::string &dtype) {

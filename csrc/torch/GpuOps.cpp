@@ -76,6 +76,9 @@ void launch(const char *op, const tile::runtime::LoadedKernel &kernel, const at:
   TORCH_CHECK(programs <= std::numeric_limits<int32_t>::max(), op,
               ": more than 2**31 program instances");
   int device = any.get_device();
+  // A persistent kernel's programs walk all its tiles: one per multiprocessor.
+  if (kernel.binary.persistent)
+    programs = std::min<int64_t>(programs, at::cuda::getDeviceProperties(device)->multiProcessorCount);
   try {
     launcher().launch(kernel, targetOf(device), device, args,
                       Grid{static_cast<int32_t>(programs), 1, 1},

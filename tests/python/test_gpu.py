@@ -343,12 +343,15 @@ def test_bulk_tensor_copies_and_their_cp_async_fallback_agree(tmp_path, dtype):
     {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 4, "num_stages": 2},
     {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 4, "num_stages": 3},
     {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 8, "num_stages": 4},
-], ids=["64x128-s2", "128x128-s3", "128x256-w8-s4"])
+    {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 4, "num_stages": 3, "persistent": 1},
+    {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 8, "num_stages": 3, "persistent": 1},
+], ids=["64x128-s2", "128x128-s3", "128x256-w8-s4", "persistent-64x128-s3", "persistent-128x256-w8-s3"])
 def test_warp_specialized_kernels_compute_the_same(tmp_path, dtype, candidate):
     """warp_specialize=1: a producer warpgroup issues the bulk copies, released stage by
-    stage by the consumers' mbarrier arrivals. Ragged edges, K shorter than a block, K
-    loops longer than the ring, transposed operands; the cp.async fallback (misaligned a)
-    keeps its own kernel."""
+    stage by the consumers' mbarrier arrivals; with persistent=1 each program walks
+    several tiles (more tiles than multiprocessors), its stages' phases counted across
+    them. Ragged edges, K shorter than a block, K loops longer than the ring, transposed
+    operands; the cp.async fallback (misaligned a) keeps its own kernel."""
     from torch_tile import config, runtime
 
     def dense(rows, cols):
@@ -358,6 +361,7 @@ def test_warp_specialized_kernels_compute_the_same(tmp_path, dtype, candidate):
         "ragged": (dense(392, 328), dense(328, 264) / 328 ** 0.5, True),
         "short K": (dense(200, 24), dense(24, 136), True),
         "long K": (dense(256, 4096), dense(4096, 512) / 64, True),
+        "many tiles": (dense(2056, 200), dense(200, 2312) / 200 ** 0.5, True),
         "transposed": (dense(328, 392).t(), (dense(264, 328) / 328 ** 0.5).t(), True),
         "misaligned": (torch.randn(300 * 200 + 8, device="cuda").to(dtype)[1:300 * 200 + 1].view(300, 200),
                        dense(200, 136) / 200 ** 0.5, False),

@@ -146,6 +146,8 @@ void compileForGpu(mlir::ModuleOp module, const Target &target, const CompileOpt
     // takes the block size the kernel was lowered for.
     if (std::optional<llvm::ArrayRef<int32_t>> block = func.getKnownBlockSize())
       binary.blockThreads = (*block)[0];
+    if (func->hasAttr(mlir::tile::kPersistentAttrName))
+      binary.persistent = true;
     if (auto bytes = func->getAttrOfType<mlir::IntegerAttr>(mlir::tile::kDynamicSharedBytesAttrName))
       binary.dynamicSharedBytes = std::max(binary.dynamicSharedBytes, bytes.getInt());
     if (auto maps = func->getAttrOfType<mlir::ArrayAttr>(mlir::tile::kTensorMapsAttrName)) {

@@ -73,6 +73,9 @@ struct Binary {
   std::string object;
   /// GPU targets: threads per workgroup the kernel was compiled for.
   int64_t blockThreads = 0;
+  /// The kernel walks its tiles (any grid is correct): the launcher starts no more
+  /// programs than the device has multiprocessors.
+  bool persistent = false;
   /// NVIDIA: bytes of dynamic shared memory each launch provides (the kernel's one
   /// dynamically sized shared array).
   int64_t dynamicSharedBytes = 0;

@@ -131,6 +131,26 @@ PipelinePlans mlir::tile::gpu_lowering::planPipelines(Operation *kernel, int64_t
       plan.slot.push_back(toI32(slot));
     }
     plan.iteration = iteration;
+    // The iterations of the earlier tiles of a walk over tiles (the loop around this one,
+    // from the same point of which both the producer's and this loop start).
+    Value earlier;
+    if (auto walk = dyn_cast<scf::ForOp>(loop->getParentOp())) {
+      OpBuilder outside(loop);
+      Value walked = arith::DivSIOp::create(
+          outside, loc, arith::SubIOp::create(outside, loc, walk.getInductionVar(), walk.getLowerBound()),
+          walk.getStep());
+      Value span = arith::SubIOp::create(outside, loc, loop.getUpperBound(), loop.getLowerBound());
+      Value trips = arith::DivSIOp::create(
+          outside, loc,
+          arith::SubIOp::create(outside, loc, arith::AddIOp::create(outside, loc, span, loop.getStep()),
+                                arith::ConstantOp::create(outside, loc, ivType, outside.getIntegerAttr(ivType, 1))),
+          loop.getStep());
+      earlier = arith::MulIOp::create(outside, loc, walked, trips);
+    }
+    auto countedFromKernelStart = [&](OpBuilder &at, Value local) -> Value {
+      return earlier ? arith::AddIOp::create(at, loc, earlier, local).getResult() : local;
+    };
+    plan.kernelIteration = countedFromKernelStart(b, iteration);
     if (producerLoops) {
       // The producer's loop, before this one: the leaves at its own induction variable.
       OpBuilder outside(loop);
@@ -150,6 +170,7 @@ PipelinePlans mlir::tile::gpu_lowering::planPipelines(Operation *kernel, int64_t
       plan.producerIteration = arith::DivSIOp::create(
           inside, loc, arith::SubIOp::create(inside, loc, producer.getInductionVar(), loop.getLowerBound()),
           loop.getStep());
+      plan.producerKernelIteration = countedFromKernelStart(inside, plan.producerIteration);
       plan.producerLoop = producer;
     }
     plans[dot] = std::move(plan);
@@ -823,10 +844,14 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
   if (bulkA && bulkB && plan && plan->producerLoop && dist.warpSpecialize)
     producerLoop = plan->producerLoop;
   // A pipelined loop's buffers and prologue come before the loop (and before the
-  // producer's, which uses them too).
+  // producer's, which uses them too); a persistent kernel sets its warp-specialized
+  // pipeline up once, before its walk over tiles.
   Operation *loopOp = op->getParentOp();
+  Operation *setupPoint = producerLoop ? producerLoop.getOperation() : loopOp;
+  if (producerLoop && dist.persistent && isa<scf::ForOp>(loopOp->getParentOp()))
+    setupPoint = loopOp->getParentOp();
   if (plan)
-    rewriter.setInsertionPoint(producerLoop ? producerLoop.getOperation() : loopOp);
+    rewriter.setInsertionPoint(setupPoint);
   // The warpgroup MMA's swizzle repeats every 8 rows of 128 bytes, which it applies to
   // the absolute shared address: its tiles start at multiples of 1024 bytes.
   int64_t alignment = warpgroup ? 1024 : 16;
@@ -915,7 +940,9 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
       // After the loop every issued tile has been waited for; the epilogue may reuse
       // the memory once all threads are past their last wait.
       OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPointAfter(loopOp);
+      rewriter.setInsertionPointAfter(setupPoint == loopOp || setupPoint == producerLoop.getOperation()
+                                          ? loopOp
+                                          : setupPoint);
       gpu::BarrierOp::create(rewriter, loc);
       invalidateTensorMapBarriers(rewriter, loc, barriers, barrierCount, dist.threadId);
     }
@@ -971,7 +998,7 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
       // first passes at once), then copies tile k into it.
       OpBuilder::InsertionGuard guard(rewriter);
       rewriter.setInsertionPoint(producerLoop.getBody()->getTerminator());
-      Value iteration = rewriter.getRemappedValue(plan->producerIteration);
+      Value iteration = rewriter.getRemappedValue(plan->producerKernelIteration);
       Value slot = slotOf(rewriter, loc, iteration, 0);
       Value issuer = threadIs(rewriter, loc, dist.threads);
       scf::IfOp::create(rewriter, loc, issuer, [&](OpBuilder &builder, Location loc) {
@@ -984,10 +1011,11 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
       // The consumers: wait for tile k, multiply, and once tile k - 1's MMAs are done
       // (one group left in flight), each warp's first lane releases its stage.
       rewriter.setInsertionPoint(op);
-      Value consumerIteration = rewriter.getRemappedValue(plan->iteration);
-      waitForBulkCopies(rewriter, loc, tensorMapBarrier(rewriter, loc, barriers, plan->slot[0]),
+      Value consumerIteration = rewriter.getRemappedValue(plan->kernelIteration);
+      Value consumerSlot = slotOf(rewriter, loc, consumerIteration, 0);
+      waitForBulkCopies(rewriter, loc, tensorMapBarrier(rewriter, loc, barriers, consumerSlot),
                         phaseOf(rewriter, loc, consumerIteration, /*flipped=*/false));
-      Value result = compute(plan->slot[0]);
+      Value result = compute(consumerSlot);
       waitForWarpgroups(rewriter, loc, 1, Value());
       op->getPrevNode()->setAttr(kWarpgroupPendingAttr, rewriter.getUnitAttr());
       Type type = consumerIteration.getType();

@@ -114,6 +114,10 @@ struct PipelinedLoop {
   scf::ForOp producerLoop;
   DenseMap<Value, Value> producerScalars;
   Value producerIteration;
+  /// With warp specialization, the iterations' numbers counted over the whole kernel:
+  /// in a persistent kernel's walk over tiles, the K loop's iterations of the earlier
+  /// tiles come first (the stages' barriers keep counting phases across tiles).
+  Value kernelIteration, producerKernelIteration;
 };
 using PipelinePlans = DenseMap<Operation *, PipelinedLoop>;
 
@@ -160,6 +164,9 @@ struct Distribution {
   bool allowTf32 = false;
   /// sm_90a bulk-copy K loops get a producer warpgroup (threads from `threads` on).
   bool warpSpecialize = false;
+  /// The kernel walks its tiles (kPersistentAttrName): what the K loop sets up once goes
+  /// before the walk, and the epilogue keeps its own shared memory.
+  bool persistent = false;
   int64_t threads = 0;
   int64_t accessElements = 1;
   /// Every dot of the kernel runs on Hopper's warpgroup MMA (wgmma), which sets the

@@ -7,6 +7,7 @@
 #include "GpuLowering.h"
 
 #include "tile/Conversion/BlockAccess.h"
+#include "tile/Conversion/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -69,10 +70,24 @@ bool mlir::tile::gpu_lowering::storeThroughShared(StoreOp op, Value value, Conve
   int64_t pitch = layout.cols + per16;
   auto func = op->getParentOfType<gpu::GPUFuncOp>();
   int64_t staged = layout.rows * pitch * bytes;
-  if (auto recorded = func->getAttrOfType<IntegerAttr>(kEpilogueSharedBytesAttr))
-    staged = std::max(staged, recorded.getInt());
-  rewriter.modifyOpInPlace(func, [&] { func->setAttr(kEpilogueSharedBytesAttr, rewriter.getI64IntegerAttr(staged)); });
   Value scratch = dynamicSharedArray(rewriter, op, 16);
+  if (dist.persistent) {
+    // A persistent kernel's producer already copies the next tile into the K loop's
+    // buffers: the staging area follows them.
+    int64_t used = 0;
+    if (auto recorded = func->getAttrOfType<IntegerAttr>(kDynamicSharedBytesAttrName))
+      used = recorded.getInt();
+    int64_t offset = (used + 15) / 16 * 16;
+    rewriter.modifyOpInPlace(
+        func, [&] { func->setAttr(kDynamicSharedBytesAttrName, rewriter.getI64IntegerAttr(offset + staged)); });
+    scratch = LLVM::GEPOp::create(rewriter, loc, scratch.getType(), rewriter.getI8Type(), scratch,
+                                  ArrayRef<LLVM::GEPArg>{int32_t(offset)});
+  } else {
+    if (auto recorded = func->getAttrOfType<IntegerAttr>(kEpilogueSharedBytesAttr))
+      staged = std::max(staged, recorded.getInt());
+    rewriter.modifyOpInPlace(func,
+                             [&] { func->setAttr(kEpilogueSharedBytesAttr, rewriter.getI64IntegerAttr(staged)); });
+  }
   auto at = [&](OpBuilder &b, Location l, Value row, Value col) {
     Value offset = arith::AddIOp::create(b, l, arith::MulIOp::create(b, l, row, i32Constant(b, l, pitch)), col);
     return LLVM::GEPOp::create(b, l, scratch.getType(), element, scratch,

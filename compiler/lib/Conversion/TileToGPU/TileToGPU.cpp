@@ -664,6 +664,15 @@ struct ConvertTileToGPUPass : mlir::tile::impl::ConvertTileToGPUBase<ConvertTile
       dist.numStages = numStages;
       dist.allowTf32 = allowTf32;
       dist.warpSpecialize = warpSpecialize != 0;
+      dist.persistent = kernel->hasAttr(kPersistentAttrName);
+      // Only the warp-specialized pipeline counts its stages' phases across the tiles of
+      // a walk; elsewhere the knob would be honoured by no code.
+      if (dist.persistent && !dist.warpSpecialize) {
+        kernel.emitError("persistent=1 walks the tiles with a producer warpgroup prefetching the next "
+                         "tile's copies; it needs warp_specialize=1 on sm_90a (")
+            << arch->name << ")";
+        return signalPassFailure();
+      }
       dist.numWarps = numWarps;
       dist.numWarps = wavesFor(kernel, dist);
       int64_t threads = dist.numWarps * arch->waveSize;
@@ -684,6 +693,8 @@ struct ConvertTileToGPUPass : mlir::tile::impl::ConvertTileToGPUBase<ConvertTile
       auto func = gpu::GPUFuncOp::create(builder, kernel.getLoc(), kernel.getName(),
                                          kernel.getFunctionType());
       func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), builder.getUnitAttr());
+      if (dist.persistent)
+        func->setAttr(kPersistentAttrName, builder.getUnitAttr());
       func.setKnownBlockSizeAttr(builder.getDenseI32ArrayAttr({int32_t(threads), 1, 1}));
       func.getBody().front().erase();
       func.getBody().takeBody(kernel.getBody());

@@ -9,6 +9,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 using namespace mlir;
@@ -19,6 +20,8 @@ namespace {
 
 /// Barrier 0 is the block's (bar.sync 0 / gpu.barrier); the consumers take the next.
 constexpr int64_t kConsumerBarrier = 1;
+/// Registers of one Hopper multiprocessor, all of which one block may hold.
+constexpr int64_t kRegistersPerBlock = 65536;
 
 bool hasSideEffects(scf::ForOp loop) {
   WalkResult walk = loop.getBody()->walk([](Operation *op) {
@@ -47,20 +50,50 @@ bool mlir::tile::gpu_lowering::splitProducerWarpgroup(Operation *func, Value thr
   }
   if (!producer)
     return false;
-  Block *block = producer->getBlock();
+  // A persistent kernel's walk over tiles holds the producer's loop: each side walks
+  // the tiles in a copy of its own, so that each sets its registers once.
+  auto walk = dyn_cast<scf::ForOp>(producer->getParentOp());
+  Operation *unit = walk ? walk.getOperation() : producer.getOperation();
   Location loc = producer.getLoc();
-  OpBuilder b(producer);
+  OpBuilder b(unit);
   Value isProducer = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, threadId,
                                            i32Constant(b, loc, consumerThreads));
   auto split = scf::IfOp::create(b, loc, isProducer, /*withElseRegion=*/true);
   Block *then = split.thenBlock(), *otherwise = split.elseBlock();
-  producer->moveBefore(then->getTerminator());
-  // Everything after the producer's loop, up to the kernel's return, is the consumers'.
-  SmallVector<Operation *> rest;
-  for (Operation *op = split->getNextNode(); op && op != block->getTerminator(); op = op->getNextNode())
-    rest.push_back(op);
-  for (Operation *op : rest)
-    op->moveBefore(otherwise->getTerminator());
+  // The producer hands registers to the consumers (setmaxnreg, as CUTLASS's Hopper
+  // kernels do): the block's registers, less the producer's 40 per thread, shared by the
+  // consumers, at most 240 each.
+  int64_t producerRegisters = 40;
+  int64_t consumerRegisters =
+      std::min<int64_t>(240, (kRegistersPerBlock - producerRegisters * kWarpgroupThreads) / consumerThreads / 8 * 8);
+  auto setRegisters = [&](Block *block, const char *action, int64_t count) {
+    OpBuilder at = OpBuilder::atBlockBegin(block);
+    inlinePtx(at, loc, std::string("setmaxnreg.") + action + ".sync.aligned.u32 " + std::to_string(count) + ";", 0,
+              "", {}, {});
+  };
+  setRegisters(then, "dec", producerRegisters);
+  setRegisters(otherwise, "inc", consumerRegisters);
+  if (walk) {
+    IRMapping mapping;
+    auto producerWalk = cast<scf::ForOp>(OpBuilder::atBlockTerminator(then).clone(*walk, mapping));
+    Operation *copied = mapping.lookup(producer.getOperation());
+    SmallVector<Operation *> consumerSide;
+    for (Operation *op = copied->getNextNode(); op != producerWalk.getBody()->getTerminator(); op = op->getNextNode())
+      consumerSide.push_back(op);
+    for (Operation *op : llvm::reverse(consumerSide))
+      op->erase();
+    walk->moveBefore(otherwise->getTerminator());
+    producer->erase();
+  } else {
+    Block *block = producer->getBlock();
+    producer->moveBefore(then->getTerminator());
+    // Everything after the producer's loop, up to the kernel's return, is the consumers'.
+    SmallVector<Operation *> rest;
+    for (Operation *op = split->getNextNode(); op && op != block->getTerminator(); op = op->getNextNode())
+      rest.push_back(op);
+    for (Operation *op : rest)
+      op->moveBefore(otherwise->getTerminator());
+  }
   otherwise->walk([&](gpu::BarrierOp barrier) {
     OpBuilder at(barrier);
     std::string sync = "bar.sync " + std::to_string(kConsumerBarrier) + ", " + std::to_string(consumerThreads) + ";";

@@ -21,6 +21,11 @@ namespace mlir::tile {
 /// The attribute that marks a func.func as a kernel entry (one program instance).
 inline constexpr llvm::StringLiteral kKernelAttrName = "tile.kernel";
 
+/// Marks a kernel whose programs walk its tiles (t = program_id, t + num_programs, ...):
+/// correct at any grid size, and launched with no more programs than the device has
+/// multiprocessors, each staying resident for all its tiles.
+inline constexpr llvm::StringLiteral kPersistentAttrName = "tile.persistent";
+
 /// The pointee type of a `!tile.ptr` or of a tensor of them.
 Type getPointeeType(Type ptrLike);
 
