@@ -65,19 +65,26 @@ bool mlir::tile::gpu_lowering::storeThroughShared(StoreOp op, Value value, Conve
   // write zeros), and every warp is done reading them.
   LLVM::CallIntrinsicOp::create(rewriter, loc, rewriter.getStringAttr("llvm.nvvm.cp.async.wait.all"),
                                 ValueRange{});
-  gpu::BarrierOp::create(rewriter, loc);
-  // Rows padded by 16 bytes: the 8 rows a warp writes at once start 4 banks apart.
-  int64_t pitch = layout.cols + per16;
   auto func = op->getParentOfType<gpu::GPUFuncOp>();
-  int64_t staged = layout.rows * pitch * bytes;
+  int64_t used = 0;
+  if (auto recorded = func->getAttrOfType<IntegerAttr>(kDynamicSharedBytesAttrName))
+    used = recorded.getInt();
+  int64_t offset = dist.persistent ? (used + 15) / 16 * 16 : 0;
+  // A persistent kernel's producer already copies the next tile into the K loop's
+  // buffers: the staging area follows them, and where the whole tile does not fit
+  // beside them it goes through in column chunks (each wave holding whole columns of
+  // its rows, so which of its elements a chunk takes is known here).
+  int64_t chunks = 1;
+  auto stagedBytes = [&](int64_t parts) { return layout.rows * (layout.cols / parts + per16) * bytes; };
+  while (dist.persistent && offset + stagedBytes(chunks) > int64_t(dist.arch.ldsBytes) && layout.warpsN == 1 &&
+         (layout.cols / (2 * chunks)) % std::max(per16, layout.tile.tileN) == 0)
+    chunks *= 2;
+  int64_t chunkCols = layout.cols / chunks;
+  // Rows padded by 16 bytes: the 8 rows a warp writes at once start 4 banks apart.
+  int64_t pitch = chunkCols + per16;
+  int64_t staged = stagedBytes(chunks);
   Value scratch = dynamicSharedArray(rewriter, op, 16);
   if (dist.persistent) {
-    // A persistent kernel's producer already copies the next tile into the K loop's
-    // buffers: the staging area follows them.
-    int64_t used = 0;
-    if (auto recorded = func->getAttrOfType<IntegerAttr>(kDynamicSharedBytesAttrName))
-      used = recorded.getInt();
-    int64_t offset = (used + 15) / 16 * 16;
     rewriter.modifyOpInPlace(
         func, [&] { func->setAttr(kDynamicSharedBytesAttrName, rewriter.getI64IntegerAttr(offset + staged)); });
     scratch = LLVM::GEPOp::create(rewriter, loc, scratch.getType(), rewriter.getI8Type(), scratch,
@@ -94,13 +101,6 @@ bool mlir::tile::gpu_lowering::storeThroughShared(StoreOp op, Value value, Conve
                                ArrayRef<LLVM::GEPArg>{arith::ExtUIOp::create(b, l, i64, offset).getResult()})
         .getResult();
   };
-  for (int64_t e = 0; e < layout.perThread(); e += run) {
-    auto [row, col] = matrixCoordinates(rewriter, loc, dist, layout, e);
-    LLVM::StoreOp::create(rewriter, loc, sliceOf(rewriter, loc, value, e, run), at(rewriter, loc, row, col),
-                          run * bytes);
-  }
-  gpu::BarrierOp::create(rewriter, loc);
-
   auto remap = [&](Value v) { return rewriter.getRemappedValue(v); };
   Value validRows = c(layout.rows), validCols = c(layout.cols);
   if (bounds) {
@@ -109,28 +109,45 @@ bool mlir::tile::gpu_lowering::storeThroughShared(StoreOp op, Value value, Conve
   }
   Value base = offsetBase(rewriter, loc, *lanes, element);
   Value rowStride = lanes->strides[0].materialize(rewriter, loc, remap);
-  int64_t piecesPerRow = layout.cols / per16, pieces = layout.rows * piecesPerRow;
+  int64_t piecesPerRow = chunkCols / per16, pieces = layout.rows * piecesPerRow;
   auto pieceType = VectorType::get({per16}, element);
-  for (int64_t first = 0; first < pieces; first += dist.threads) {
-    Value piece = arith::AddIOp::create(rewriter, loc, dist.threadId, c(first));
-    Value row = arith::DivUIOp::create(rewriter, loc, piece, c(piecesPerRow));
-    Value col = arith::MulIOp::create(rewriter, loc, arith::RemUIOp::create(rewriter, loc, piece, c(piecesPerRow)),
-                                      c(per16));
-    Value on = arith::AndIOp::create(
-        rewriter, loc, arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult, row, validRows),
-        arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult, col, validCols));
-    if (first + dist.threads > pieces)
-      on = arith::AndIOp::create(rewriter, loc, on,
-                                 arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult, piece, c(pieces)));
-    scf::IfOp::create(rewriter, loc, on, [&](OpBuilder &b, Location l) {
-      Value data = LLVM::LoadOp::create(b, l, pieceType, at(b, l, row, col), 16);
-      Value offset = arith::AddIOp::create(
-          b, l, arith::MulIOp::create(b, l, arith::ExtUIOp::create(b, l, i64, row), rowStride),
-          arith::ExtUIOp::create(b, l, i64, col));
-      Value ptr = LLVM::GEPOp::create(b, l, base.getType(), element, base, ArrayRef<LLVM::GEPArg>{offset});
-      LLVM::StoreOp::create(b, l, data, ptr, 16);
-      scf::YieldOp::create(b, l);
-    });
+  for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+    // The previous chunk's reads (or the K loop's) are done before its space is written.
+    gpu::BarrierOp::create(rewriter, loc);
+    int64_t firstCol = chunk * chunkCols;
+    for (int64_t e = 0; e < layout.perThread(); e += run) {
+      int64_t rn = (e / layout.tile.perLane) % layout.repN;
+      if (chunks > 1 && (rn * layout.tile.tileN < firstCol || rn * layout.tile.tileN >= firstCol + chunkCols))
+        continue;
+      auto [row, col] = matrixCoordinates(rewriter, loc, dist, layout, e);
+      if (firstCol)
+        col = arith::SubIOp::create(rewriter, loc, col, c(firstCol));
+      LLVM::StoreOp::create(rewriter, loc, sliceOf(rewriter, loc, value, e, run), at(rewriter, loc, row, col),
+                            run * bytes);
+    }
+    gpu::BarrierOp::create(rewriter, loc);
+    for (int64_t first = 0; first < pieces; first += dist.threads) {
+      Value piece = arith::AddIOp::create(rewriter, loc, dist.threadId, c(first));
+      Value row = arith::DivUIOp::create(rewriter, loc, piece, c(piecesPerRow));
+      Value col = arith::MulIOp::create(rewriter, loc, arith::RemUIOp::create(rewriter, loc, piece, c(piecesPerRow)),
+                                        c(per16));
+      Value matrixCol = arith::AddIOp::create(rewriter, loc, col, c(firstCol));
+      Value on = arith::AndIOp::create(
+          rewriter, loc, arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult, row, validRows),
+          arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult, matrixCol, validCols));
+      if (first + dist.threads > pieces)
+        on = arith::AndIOp::create(rewriter, loc, on,
+                                   arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult, piece, c(pieces)));
+      scf::IfOp::create(rewriter, loc, on, [&](OpBuilder &b, Location l) {
+        Value data = LLVM::LoadOp::create(b, l, pieceType, at(b, l, row, col), 16);
+        Value offset = arith::AddIOp::create(
+            b, l, arith::MulIOp::create(b, l, arith::ExtUIOp::create(b, l, i64, row), rowStride),
+            arith::ExtUIOp::create(b, l, i64, matrixCol));
+        Value ptr = LLVM::GEPOp::create(b, l, base.getType(), element, base, ArrayRef<LLVM::GEPArg>{offset});
+        LLVM::StoreOp::create(b, l, data, ptr, 16);
+        scf::YieldOp::create(b, l);
+      });
+    }
   }
   return true;
 }
