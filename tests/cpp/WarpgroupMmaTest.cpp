@@ -214,16 +214,83 @@ TEST(WarpgroupMma, WhatWgmmaCannotTakeStaysOnMmaSync) {
   EXPECT_GT(occurrences(int8, "mma.sync.aligned.m16n8k32"), 0);
 }
 
-TEST(WarpgroupMma, PtxasAssemblesTheDefaultKernelWithoutSpills) {
+/// `config` with a producer warpgroup and, where `persistent`, a walk over tiles.
+std::map<std::string, int64_t> specialized(std::map<std::string, int64_t> config, bool persistent) {
+  config["warp_specialize"] = 1;
+  config["persistent"] = persistent ? 1 : 0;
+  return config;
+}
+
+TEST(WarpgroupMma, WarpSpecializationAddsAProducerWarpgroup) {
+  // 128x256 over 8 consumer warps and 4 stages: a third warpgroup issues the copies with
+  // 40 registers and hands the rest to the consumers (232 each); the consumers release
+  // each stage and meet on barrier 1 of their 256 threads.
+  auto config = alignedConfig("f16");
+  ASSERT_EQ(config.at("num_warps"), 8);
+  Binary binary = binaryOf("f16", specialized(config, false));
+  std::string ptx = asmOf(binary);
+  EXPECT_EQ(binary.blockThreads, 384);
+  EXPECT_FALSE(binary.persistent);
+  EXPECT_EQ(occurrences(ptx, "setmaxnreg.dec.sync.aligned.u32 40;"), 1);
+  EXPECT_EQ(occurrences(ptx, "setmaxnreg.inc.sync.aligned.u32 232;"), 1);
+  EXPECT_NE(ptx.find("mbarrier.arrive.shared::cta.b64"), std::string::npos);
+  EXPECT_NE(ptx.find("bar.sync 1, 256;"), std::string::npos);
+  EXPECT_GT(occurrences(ptx, "cp.async.bulk.tensor.2d"), 0);
+  // 4 full and 4 empty barriers after the 192 KiB ring.
+  EXPECT_EQ(binary.dynamicSharedBytes, 4 * (128 + 256) * 64 * 2 + 8 * 8);
+}
+
+TEST(WarpgroupMma, PersistentKernelsWalkTilesAndStageCBesideTheRing) {
+  // The producer and the consumers each walk the tiles in a loop of their own (one
+  // setmaxnreg each); C goes through shared memory after the ring and the barriers, in
+  // two chunks of 128 columns (128 x (128 + 8) f16), since the whole tile does not fit.
+  Binary binary = binaryOf("f16", specialized(alignedConfig("f16"), true));
+  std::string ptx = asmOf(binary);
+  EXPECT_TRUE(binary.persistent);
+  EXPECT_EQ(binary.blockThreads, 384);
+  EXPECT_EQ(occurrences(ptx, "setmaxnreg.dec.sync.aligned.u32 40;"), 1);
+  EXPECT_EQ(occurrences(ptx, "setmaxnreg.inc.sync.aligned.u32 232;"), 1);
+  EXPECT_EQ(binary.dynamicSharedBytes, 4 * (128 + 256) * 64 * 2 + 8 * 8 + 128 * (128 + 8) * 2);
+  // Two chunks, each written between two consumer barriers.
+  EXPECT_EQ(occurrences(ptx, "bar.sync 1, 256;"), 4);
+}
+
+TEST(WarpgroupMma, KnobsOnlyTheSpecializedPipelineHonoursAreRefused) {
+  auto refused = [](const Target &target, std::map<std::string, int64_t> config, const char *says) {
+    ops::KernelSpec spec{"matmul", {"f16", "f16"}, config};
+    auto context = createContext();
+    auto module = ops::buildKernel(*context, spec);
+    try {
+      compile(*module, target, ops::compileOptionsFor(spec));
+      ADD_FAILURE() << "expected a CompileError for " << target.str();
+    } catch (const CompileError &error) {
+      EXPECT_NE(std::string(error.what()).find(says), std::string::npos) << target.str() << ": " << error.what();
+    }
+  };
+  auto config = alignedConfig("f16");
+  refused(Target::parse("cuda:sm_90"), specialized(config, false), "warp_specialize=1");
+  refused(Target::parse("hip:gfx942"), specialized(config, false), "warp_specialize=1");
+  auto walkAlone = config;
+  walkAlone["persistent"] = 1;
+  refused(hopper(), walkAlone, "persistent=1");
+}
+
+TEST(WarpgroupMma, PtxasAssemblesTheKernelsWithoutSpills) {
   auto ptxas = llvm::sys::findProgramByName("ptxas");
   if (!ptxas)
     GTEST_SKIP() << "ptxas is not on PATH: the sm_90a PTX is checked by its text only";
-  for (const char *dtype : {"f16", "bf16"}) {
+  std::vector<std::pair<std::string, std::map<std::string, int64_t>>> kernels = {
+      {"f16", alignedConfig("f16")},
+      {"bf16", alignedConfig("bf16")},
+      {"f16", specialized(alignedConfig("f16"), false)},
+      {"f16", specialized(alignedConfig("f16"), true)},
+  };
+  for (const auto &[dtype, config] : kernels) {
     llvm::SmallString<128> ptxPath, cubinPath, logPath;
     ASSERT_FALSE(llvm::sys::fs::createTemporaryFile("wgmma", "ptx", ptxPath));
     ASSERT_FALSE(llvm::sys::fs::createTemporaryFile("wgmma", "cubin", cubinPath));
     ASSERT_FALSE(llvm::sys::fs::createTemporaryFile("wgmma", "log", logPath));
-    std::ofstream(ptxPath.c_str()) << ptxOf(dtype, alignedConfig(dtype));
+    std::ofstream(ptxPath.c_str()) << ptxOf(dtype, config);
     llvm::StringRef args[] = {*ptxas, "-arch=sm_90a", "-v", ptxPath, "-o", cubinPath};
     std::optional<llvm::StringRef> redirects[] = {std::nullopt, logPath.str(), logPath.str()};
     int rc = llvm::sys::ExecuteAndWait(*ptxas, args, std::nullopt, redirects);

@@ -612,15 +612,15 @@ struct ConvertTileToGPUPass : mlir::tile::impl::ConvertTileToGPUBase<ConvertTile
     MLIRContext *ctx = &getContext();
     std::optional<::tile::GpuArch> arch = ::tile::lookupGpuArch(chipset);
     if (!arch) {
-      module.emitError("unknown GPU chipset '") << chipset << "'";
+      module.emitError("unknown GPU chipset '") << std::string(chipset) << "'";
       return signalPassFailure();
     }
     if (kpack != 1 && kpack != 2) {
-      module.emitError("kpack must be 1 or 2, got ") << kpack;
+      module.emitError("kpack must be 1 or 2, got ") << int64_t(kpack);
       return signalPassFailure();
     }
     if (numStages < 1 || numStages > 8) {
-      module.emitError("num_stages must be in [1, 8], got ") << numStages;
+      module.emitError("num_stages must be in [1, 8], got ") << int64_t(numStages);
       return signalPassFailure();
     }
     // Only the warpgroup MMA's bulk copies have a producer to split off; elsewhere the
@@ -628,19 +628,19 @@ struct ConvertTileToGPUPass : mlir::tile::impl::ConvertTileToGPUBase<ConvertTile
     if (warpSpecialize != 0 && (warpSpecialize != 1 || arch->matrixUnit != ::tile::MatrixUnit::Wgmma ||
                                 numStages < 2)) {
       module.emitError("warp_specialize=")
-          << warpSpecialize << " gives the bulk tensor copies of a pipelined K loop a producer warpgroup; "
+          << int64_t(warpSpecialize) << " gives the bulk tensor copies of a pipelined K loop a producer warpgroup; "
           << "it takes 0 or 1, and 1 needs sm_90a's warpgroup MMA and num_stages >= 2 (got " << arch->name
-          << ", num_stages=" << numStages << ")";
+          << ", num_stages=" << int64_t(numStages) << ")";
       return signalPassFailure();
     }
     if (matrixInstrNonKDim != 16 && matrixInstrNonKDim != 32) {
-      module.emitError("matrix_instr_nonkdim must be 16 or 32, got ") << matrixInstrNonKDim;
+      module.emitError("matrix_instr_nonkdim must be 16 or 32, got ") << int64_t(matrixInstrNonKDim);
       return signalPassFailure();
     }
     // Only MFMA has a second shape; elsewhere 32 would be hashed and ignored.
     if (arch->matrixUnit != ::tile::MatrixUnit::Mfma && matrixInstrNonKDim != 16) {
       module.emitError("matrix_instr_nonkdim=")
-          << matrixInstrNonKDim << " picks an MFMA shape; " << arch->name
+          << int64_t(matrixInstrNonKDim) << " picks an MFMA shape; " << arch->name
           << "'s matrix instructions are 16 wide: use matrix_instr_nonkdim=16";
       return signalPassFailure();
     }
