@@ -59,11 +59,13 @@ void ::tile::buildTileToCpuPipeline(OpPassManager &pm) {
 }
 
 /// bf16 <-> f32 become integer bit operations: x86 without AVX512-BF16 would otherwise
-/// call __truncsfbf2, which the host's libgcc may not have, and most GPUs have no
-/// conversion instruction either.
-static void expandBf16(OpPassManager &pm) {
+/// call __truncsfbf2, which the host's libgcc may not have, and AMD's GPUs before gfx950
+/// have no conversion instruction either. NVIDIA's have one from sm_80 on (cvt.rn.bf16.f32,
+/// which rounds the same way): there the expansion only costs a dozen integer
+/// instructions per element of an epilogue.
+static void expandBf16(OpPassManager &pm, bool nativeBf16 = false) {
   arith::ArithExpandOpsPassOptions expand;
-  expand.includeBf16 = true;
+  expand.includeBf16 = !nativeBf16;
   pm.addPass(arith::createArithExpandOpsPass(expand));
 }
 
@@ -85,10 +87,10 @@ void ::tile::buildTileToGpuPipeline(OpPassManager &pm, const std::string &chipse
 }
 
 void ::tile::buildGpuToLLVMPipeline(OpPassManager &pm, const std::string &chipset) {
-  expandBf16(pm);
+  std::optional<GpuArch> arch = lookupGpuArch(chipset);
+  expandBf16(pm, /*nativeBf16=*/arch && !arch->amd);
   pm.addPass(createSCFToControlFlowPass());
   OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
-  std::optional<GpuArch> arch = lookupGpuArch(chipset);
   if (arch && !arch->amd) {
     kernels.addPass(createConvertGpuOpsToNVVMOps());
   } else {
