@@ -41,7 +41,8 @@
 
 // With warp_specialize=1 a second warpgroup (threads 128-255) issues the
 // copies: thread 0 also initializes an "empty" barrier per stage, counting the 4 consumer
-// warps. Threads from 128 on run the producer's loop: its first thread waits for the
+// warps. Threads from 128 on run the producer's loop with 40 registers, handing the
+// rest to the consumers (240 each): its first thread waits for the
 // stage's release and copies the tile into it. The others run the K loop, which waits
 // for its tile, multiplies and, once the previous tile's MMAs are done, has each warp's
 // first lane release that tile's stage; no block barrier is left in it. After the loop
@@ -52,12 +53,14 @@
 // WS: gpu.barrier
 // WS: %[[PRODUCER:.+]] = arith.cmpi uge, %{{.+}}, %c128_i32
 // WS-NEXT: scf.if %[[PRODUCER]] {
+// WS-NEXT: "setmaxnreg.dec.sync.aligned.u32 40;"
 // WS-NEXT: scf.for
 // WS: arith.cmpi eq, %{{.+}}, %c128_i32
 // WS: mbarrier.try_wait.parity.shared::cta.b64
 // WS: "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r" %{{.+}}, %c4096_i32
 // WS-COUNT-2: cp.async.bulk.tensor.2d
 // WS: } else {
+// WS-NEXT: "setmaxnreg.inc.sync.aligned.u32 240;"
 // WS: scf.for {{.+}} -> (vector<32xf32>)
 // WS-NOT: gpu.barrier
 // WS-NOT: cp.async.bulk
