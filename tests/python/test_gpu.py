@@ -301,6 +301,23 @@ def hopper():
             and torch.cuda.get_device_capability() == (9, 0))
 
 
+def leaky_matmul_ptx(a, b, folder, name, **settings):
+    """matmul_leaky_relu(a, b, 0.2) under `settings` (torch_tile.config) from a cold kernel
+    cache, checked element by element against float64 torch; the PTX it compiled."""
+    from torch_tile import config, runtime
+
+    with config.patch(dump_dir=folder, **settings):
+        runtime.clear_cache()
+        poison_next_allocation((a.shape[0], b.shape[1]), a.dtype)
+        out = torch.ops.tile.matmul_leaky_relu(a, b, 0.2)
+        torch.cuda.synchronize()
+    ref = F.leaky_relu(a.double() @ b.double(), 0.2)
+    assert element_error(out, ref) <= ELEMENT_BOUND[a.dtype], name
+    ptx = "".join(p.read_text() for p in folder.rglob("*.ptx"))
+    assert ptx, f"{name}: no PTX dumped under {folder}"
+    return ptx
+
+
 @pytest.mark.skipif(not hopper(), reason="bulk tensor copies are Hopper's (sm_90a)")
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_bulk_tensor_copies_and_their_cp_async_fallback_agree(tmp_path, dtype):
@@ -308,7 +325,7 @@ def test_bulk_tensor_copies_and_their_cp_async_fallback_agree(tmp_path, dtype):
     either dimension contiguous) arrive by bulk tensor copies; a misaligned base or a row
     stride that is not a multiple of 16 bytes gets a kernel that copies with cp.async.
     Both give torch's results, with ragged edges (the copy fills zeros past them)."""
-    from torch_tile import config, runtime
+    from torch_tile import runtime
 
     m, n, k = 392, 264, 328  # none a multiple of the blocks
     def dense(rows, cols):
@@ -322,16 +339,8 @@ def test_bulk_tensor_copies_and_their_cp_async_fallback_agree(tmp_path, dtype):
         "stride of 660 bytes": (dense(m, k + 2)[:, :k], b, False),
     }
     for name, (a, b_case, bulk) in cases.items():
-        folder = tmp_path / name.replace(" ", "-")
-        with config.patch(dump_dir=folder, cache_dir=tmp_path / "cache"):
-            runtime.clear_cache()
-            poison_next_allocation((m, n), dtype)
-            out = torch.ops.tile.matmul_leaky_relu(a, b_case, 0.1)
-            torch.cuda.synchronize()
-        ref = F.leaky_relu(a.double() @ b_case.double(), 0.1)
-        assert element_error(out, ref) <= ELEMENT_BOUND[dtype], name
-        ptx = "".join(p.read_text() for p in folder.rglob("*.ptx"))
-        assert ptx, f"{name}: no PTX dumped under {folder}"
+        ptx = leaky_matmul_ptx(a, b_case, tmp_path / name.replace(" ", "-"), name,
+                               cache_dir=tmp_path / "cache")
         assert ("cp.async.bulk.tensor" in ptx) == bulk, name
         assert ("cp.async.cg" in ptx) != bulk, name
     runtime.clear_cache()
@@ -350,9 +359,10 @@ def test_warp_specialized_kernels_compute_the_same(tmp_path, dtype, candidate):
     """warp_specialize=1: a producer warpgroup issues the bulk copies, released stage by
     stage by the consumers' mbarrier arrivals; with persistent=1 each program walks
     several tiles (more tiles than multiprocessors), its stages' phases counted across
-    them, and stages C beside the ring (128x256 at 4 stages: in two column chunks). Ragged edges, K shorter than a block, K loops longer than the ring, transposed
+    them, and stages C beside the ring (128x256 at 4 stages: in two column chunks).
+    Ragged edges, K shorter than a block, K loops longer than the ring, transposed
     operands; the cp.async fallback (misaligned a) keeps its own kernel."""
-    from torch_tile import config, runtime
+    from torch_tile import runtime
 
     def dense(rows, cols):
         return torch.randn(rows, cols, device="cuda").to(dtype)
@@ -366,20 +376,11 @@ def test_warp_specialized_kernels_compute_the_same(tmp_path, dtype, candidate):
         "misaligned": (torch.randn(300 * 200 + 8, device="cuda").to(dtype)[1:300 * 200 + 1].view(300, 200),
                        dense(200, 136) / 200 ** 0.5, False),
     }
-    runtime.clear_tuning()
     for name, (a, b, bulk) in cases.items():
-        folder = tmp_path / name.replace(" ", "-")
-        with config.patch(autotune=True, cache_dir=tmp_path / "cache", dump_dir=folder,
-                          autotune_configs={"matmul": {"cuda": [dict(candidate, warp_specialize=1)]}}):
-            runtime.clear_cache()
-            runtime.clear_tuning()
-            poison_next_allocation((a.shape[0], b.shape[1]), dtype)
-            out = torch.ops.tile.matmul_leaky_relu(a, b, 0.2)
-            torch.cuda.synchronize()
-        ref = F.leaky_relu(a.double() @ b.double(), 0.2)
-        assert element_error(out, ref) <= ELEMENT_BOUND[dtype], name
-        ptx = "".join(p.read_text() for p in folder.rglob("*.ptx"))
-        assert ptx, f"{name}: no PTX dumped under {folder}"
+        runtime.clear_tuning()
+        ptx = leaky_matmul_ptx(a, b, tmp_path / name.replace(" ", "-"), name, autotune=True,
+                               cache_dir=tmp_path / "cache",
+                               autotune_configs={"matmul": {"cuda": [dict(candidate, warp_specialize=1)]}})
         # The consumers release stages; the producer hands them its registers.
         assert ("mbarrier.arrive.shared::cta.b64" in ptx) == bulk, name
         assert ("setmaxnreg.inc.sync.aligned.u32" in ptx) == bulk, name
