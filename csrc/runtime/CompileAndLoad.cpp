@@ -52,7 +52,12 @@ runtime::compileAndLoad(const ops::KernelSpec &spec, const Target &target) {
     mlir::OwningOpRef<mlir::ModuleOp> module = ops::buildKernel(*context, spec);
     CompileOptions options = ops::compileOptionsFor(spec);
     options.keepStages = !dumpDir.empty();
-    kernel->binary = compile(*module, target, options);
+    try {
+      kernel->binary = compile(*module, target, options);
+    } catch (const CompileError &error) {
+      // What failed, and in which kernel: the op's caller sees no spec otherwise.
+      throw CompileError("cannot compile " + spec.str() + " for " + target.str() + ": " + error.what());
+    }
     disk.store(kernel->key, kernel->binary);
     if (!dumpDir.empty())
       dumpStages(dumpDir, spec, kernel->key, kernel->binary);

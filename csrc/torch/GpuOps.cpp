@@ -113,6 +113,8 @@ std::shared_ptr<const tile::runtime::LoadedKernel> kernelFor(const char *op,
                                                              const tile::Target &target) {
   try {
     return tile::runtime::KernelCache::global().get(spec, target);
+  } catch (const tile::CompileError &error) { // names the kernel already
+    TORCH_CHECK(false, op, ": ", error.what());
   } catch (const std::exception &error) {
     TORCH_CHECK(false, op, ": cannot compile ", spec.str(), " for ", target.str(), ": ",
                 error.what());

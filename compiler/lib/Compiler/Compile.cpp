@@ -1,5 +1,6 @@
 #include "tile/Compiler/Compile.h"
 
+#include "CompileFaults.h"
 #include "MachineCode.h"
 #include "tile/Compiler/Pipeline.h"
 #include "tile/Conversion/Passes.h"
@@ -22,6 +23,7 @@
 #include "llvm/IR/DiagnosticPrinter.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 
@@ -88,6 +90,15 @@ private:
   mlir::ScopedDiagnosticHandler handler;
 };
 
+/// Whether the test hook injects a fault at `stage`; where it does, the fault's MLIR error
+/// is emitted on `module` for the stage's failure message to carry.
+bool injectedInto(mlir::ModuleOp module, llvm::StringRef stage) {
+  if (!faultInjectedAt(stage))
+    return false;
+  module.emitError("fault injected by TILE_TEST_INJECT_FAULT=") << stage;
+  return true;
+}
+
 mlir::func::FuncOp findKernel(mlir::ModuleOp module) {
   mlir::func::FuncOp kernel;
   for (auto func : module.getOps<mlir::func::FuncOp>()) {
@@ -136,7 +147,7 @@ void compileForGpu(mlir::ModuleOp module, const Target &target, const CompileOpt
   mlir::PassManager toGpu(context);
   buildTileToGpuPipeline(toGpu, arch->name, options.numWarps, options.matrixInstrNonKDim,
                          options.kpack, options.numStages, options.allowTf32, options.warpSpecialize);
-  if (mlir::failed(toGpu.run(module)))
+  if (mlir::failed(toGpu.run(module)) || injectedInto(module, "lowering"))
     diagnostics.fail("lowering tile -> tile-gpu failed:");
   keep("tile-gpu", printed(module));
   std::string mapsKernel;
@@ -198,6 +209,8 @@ void compileForGpu(mlir::ModuleOp module, const Target &target, const CompileOpt
         staged.ldsBytes += int64_t(array.getNumElements()) *
                            std::max(1u, array.getElementType().getIntOrFloatBitWidth() / 8);
   });
+  if (faultInjectedAt("resources"))
+    staged.ldsBytes = int64_t(arch->ldsBytes) + 1; // as a kernel with one byte too many
   checkResourceLimits(staged, *arch);
 
   llvm::LLVMContext llvmContext;
@@ -214,8 +227,9 @@ void compileForGpu(mlir::ModuleOp module, const Target &target, const CompileOpt
       &backendErrors);
   std::unique_ptr<llvm::Module> llvmModule =
       mlir::translateModuleToLLVMIR(kernels, llvmContext, "tile_kernels");
-  if (!llvmModule)
+  if (!llvmModule || injectedInto(module, "translation"))
     diagnostics.fail("translation to LLVM IR failed:");
+  CompileStage codegen("code generation");
   std::unique_ptr<llvm::TargetMachine> machine = createGpuTargetMachine(target);
   llvmModule->setTargetTriple(machine->getTargetTriple());
   llvmModule->setDataLayout(machine->createDataLayout());
@@ -230,7 +244,11 @@ void compileForGpu(mlir::ModuleOp module, const Target &target, const CompileOpt
         function.addFnAttr("amdgpu-waves-per-eu", std::to_string(options.wavesPerEu));
   optimizeModule(*llvmModule, *machine);
   keep("llvm", printed(*llvmModule));
+  if (faultInjectedAt("fatal"))
+    llvm::report_fatal_error("fault injected by TILE_TEST_INJECT_FAULT=fatal");
   std::string assembly = emitMachineCode(*llvmModule, *machine, /*assembly=*/true);
+  if (faultInjectedAt("backend"))
+    backendErrors += "\n  fault injected by TILE_TEST_INJECT_FAULT=backend";
   if (!backendErrors.empty())
     throw CompileError("the " + arch->name + " backend rejected the kernel:" + backendErrors);
   if (arch->amd) {
@@ -262,7 +280,7 @@ Binary tile::compile(mlir::ModuleOp module, const Target &target, const CompileO
       binary.stages.emplace_back(stage, std::move(text));
   };
 
-  if (mlir::failed(mlir::verify(module)))
+  if (mlir::failed(mlir::verify(module)) || injectedInto(module, "verify"))
     diagnostics.fail("invalid tile IR:");
   keep("tile", printed(module));
   if (target.kind != TargetKind::Cpu) {
@@ -277,10 +295,12 @@ Binary tile::compile(mlir::ModuleOp module, const Target &target, const CompileO
   for (mlir::RankedTensorType accumulator : accumulators)
     checkCpuAccumulator(accumulator.getDimSize(0), accumulator.getDimSize(1),
                         std::max(1u, accumulator.getElementTypeBitWidth() / 8), target);
+  if (faultInjectedAt("resources")) // as an accumulator of 1024 x 1024 f32
+    checkCpuAccumulator(1024, 1024, 4, target);
 
   mlir::PassManager toCpu(context);
   buildTileToCpuPipeline(toCpu);
-  if (mlir::failed(toCpu.run(module)))
+  if (mlir::failed(toCpu.run(module)) || injectedInto(module, "lowering"))
     diagnostics.fail("lowering tile -> tile-cpu failed:");
   keep("tile-cpu", printed(module));
 
@@ -291,15 +311,23 @@ Binary tile::compile(mlir::ModuleOp module, const Target &target, const CompileO
 
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> llvmModule = mlir::translateModuleToLLVMIR(module, llvmContext);
-  if (!llvmModule)
+  if (!llvmModule || injectedInto(module, "translation"))
     diagnostics.fail("translation to LLVM IR failed:");
+  CompileStage codegen("code generation");
   std::unique_ptr<llvm::TargetMachine> machine = createCpuTargetMachine(target);
   llvmModule->setTargetTriple(machine->getTargetTriple());
   llvmModule->setDataLayout(machine->createDataLayout());
   optimizeModule(*llvmModule, *machine);
   keep("llvm", printed(*llvmModule));
+  if (faultInjectedAt("fatal"))
+    llvm::report_fatal_error("fault injected by TILE_TEST_INJECT_FAULT=fatal");
   if (options.keepStages)
     keep("asm", emitMachineCode(*llvmModule, *machine, /*assembly=*/true));
   binary.object = emitMachineCode(*llvmModule, *machine, /*assembly=*/false);
+  // x86's code generator reports its errors as fatal ones; the hook's backend error
+  // is one it reports as a diagnostic, as the GPU backends do.
+  if (faultInjectedAt("backend"))
+    throw CompileError("the " + target.str() + " backend rejected the kernel:\n  fault injected by "
+                       "TILE_TEST_INJECT_FAULT=backend");
   return binary;
 }
