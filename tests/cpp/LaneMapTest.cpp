@@ -22,18 +22,9 @@
 using namespace mlir;
 using namespace mlir::tile::gpu_lowering;
 using ::tile::testing::evaluate;
+using ::tile::testing::ScratchModule;
 
 namespace {
-
-/// A builder into a module of its own, for index maps built from constants.
-struct ScratchModule {
-  std::unique_ptr<MLIRContext> context = ::tile::createContext();
-  OpBuilder b{context.get()};
-  Location loc = b.getUnknownLoc();
-  ModuleOp module = ModuleOp::create(loc);
-  ScratchModule() { b.setInsertionPointToEnd(module.getBody()); }
-  ~ScratchModule() { module->erase(); }
-};
 
 struct Case {
   const char *arch;

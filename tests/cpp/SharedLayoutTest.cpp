@@ -26,9 +26,9 @@ class SwizzledLayouts : public ::testing::TestWithParam<Shape> {};
 
 TEST_P(SwizzledLayouts, OffsetFromARunStartIsThePlainOffset) {
   Shape shape = GetParam();
-  auto context = ::tile::createContext();
-  OpBuilder b(context.get());
-  Location loc = b.getUnknownLoc();
+  ::tile::testing::ScratchModule scratch;
+  OpBuilder &b = scratch.b;
+  Location loc = scratch.loc;
   SharedLayout layout = swizzledLayout(shape.outer, shape.inner, shape.elementBytes, shape.accessBytes);
   std::set<int64_t> slots;
   for (int64_t outer = 0; outer < shape.outer; ++outer)
@@ -53,9 +53,9 @@ TEST(WarpgroupSharedLayouts, ChunksAreTheHardwareSwizzleAtoms) {
   // swizzling, bits 4..5 with 7..8 for 64-byte, bit 4 with bit 7 for 32-byte. Rows longer
   // than the atom are cut into chunks of it, each an [outer][chunk] array after the
   // last. Checked for every element of f16 tiles with each atom width and 2 chunks.
-  auto context = ::tile::createContext();
-  OpBuilder b(context.get());
-  Location loc = b.getUnknownLoc();
+  ::tile::testing::ScratchModule scratch;
+  OpBuilder &b = scratch.b;
+  Location loc = scratch.loc;
   struct Tile {
     int64_t outer, inner, atomBytes;
   };
