@@ -7,16 +7,12 @@
 
 namespace tile {
 
-/// The compile stages a fault can be injected at, in the order a compile passes them:
-/// "verify" (the tile IR verifier), "lowering" (the tile-cpu / tile-gpu conversion),
-/// "translation" (MLIR to LLVM IR), "resources" (LDS, registers or the CPU's vector
-/// registers exhausted), "backend" (an error reported by LLVM's code generator) and
-/// "fatal" (llvm::report_fatal_error inside code generation).
-inline constexpr llvm::StringLiteral kFaultStages[] = {"verify", "lowering", "translation",
-                                                       "resources", "backend", "fatal"};
-
 /// Test hook, read by tests only: with TILE_TEST_INJECT_FAULT=<stage>, every compile fails
-/// at that stage as the real fault would make it fail.
+/// at that stage as the real fault would make it fail. The stages, in the order a compile
+/// passes them: "verify" (the tile IR verifier), "lowering" (the tile-cpu / tile-gpu
+/// conversion), "translation" (MLIR to LLVM IR), "resources" (LDS, registers or the CPU's
+/// vector registers exhausted), "backend" (an error reported by LLVM's code generator)
+/// and "fatal" (llvm::report_fatal_error inside code generation).
 bool faultInjectedAt(llvm::StringRef stage);
 
 /// While alive, this thread's compile is at `stage`: an LLVM fatal error raised on this

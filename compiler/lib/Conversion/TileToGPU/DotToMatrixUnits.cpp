@@ -167,10 +167,10 @@ PipelinePlans mlir::tile::gpu_lowering::planPipelines(Operation *kernel, int64_t
         }
         plan.producerScalars[leaf] = value;
       }
-      plan.producerIteration = arith::DivSIOp::create(
+      Value producerIteration = arith::DivSIOp::create(
           inside, loc, arith::SubIOp::create(inside, loc, producer.getInductionVar(), loop.getLowerBound()),
           loop.getStep());
-      plan.producerKernelIteration = countedFromKernelStart(inside, plan.producerIteration);
+      plan.producerKernelIteration = countedFromKernelStart(inside, producerIteration);
       plan.producerLoop = producer;
     }
     plans[dot] = std::move(plan);
@@ -847,9 +847,8 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
   // producer's, which uses them too); a persistent kernel sets its warp-specialized
   // pipeline up once, before its walk over tiles.
   Operation *loopOp = op->getParentOp();
-  Operation *setupPoint = producerLoop ? producerLoop.getOperation() : loopOp;
-  if (producerLoop && dist.persistent && isa<scf::ForOp>(loopOp->getParentOp()))
-    setupPoint = loopOp->getParentOp();
+  Operation *walk = producerLoop && dist.persistent ? dyn_cast<scf::ForOp>(loopOp->getParentOp()) : nullptr;
+  Operation *setupPoint = walk ? walk : producerLoop ? producerLoop.getOperation() : loopOp;
   if (plan)
     rewriter.setInsertionPoint(setupPoint);
   // The warpgroup MMA's swizzle repeats every 8 rows of 128 bytes, which it applies to
@@ -940,9 +939,7 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
       // After the loop every issued tile has been waited for; the epilogue may reuse
       // the memory once all threads are past their last wait.
       OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPointAfter(setupPoint == loopOp || setupPoint == producerLoop.getOperation()
-                                          ? loopOp
-                                          : setupPoint);
+      rewriter.setInsertionPointAfter(walk ? walk : loopOp);
       gpu::BarrierOp::create(rewriter, loc);
       invalidateTensorMapBarriers(rewriter, loc, barriers, barrierCount, dist.threadId);
     }

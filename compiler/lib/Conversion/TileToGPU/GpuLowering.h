@@ -109,11 +109,10 @@ struct PipelinedLoop {
   SmallVector<DenseMap<Value, Value>> prologue;
   SmallVector<Value> prologueInRange;
   /// With warp specialization: a loop over the same iterations before this one, holding
-  /// only the scalars of its own iteration (producerScalars) and its number from 0, into
-  /// which the lowering puts the copies; the lowering erases it where it copies otherwise.
+  /// only the scalars of its own iteration (producerScalars), into which the lowering
+  /// puts the copies; splitProducerWarpgroup erases it where nothing was put there.
   scf::ForOp producerLoop;
   DenseMap<Value, Value> producerScalars;
-  Value producerIteration;
   /// With warp specialization, the iterations' numbers counted over the whole kernel:
   /// in a persistent kernel's walk over tiles, the K loop's iterations of the earlier
   /// tiles come first (the stages' barriers keep counting phases across tiles).
