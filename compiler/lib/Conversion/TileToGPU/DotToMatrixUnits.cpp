@@ -738,7 +738,9 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
   /// k's MMAs, then waits until only those are in flight, which frees the buffer that
   /// tile k - 1 was read from for the copies of tile k + S - 1 (`copyNext`, after a
   /// second barrier where several warpgroups share the buffers). The last group is
-  /// waited for after the loop (waitAfterWarpgroupLoops).
+  /// waited for after the loop (waitAfterWarpgroupLoops). Without `blockBarriers` (a
+  /// producer warpgroup copies, the stages' mbarriers order it with the MMA warps), no
+  /// barrier is met and `copyNext` releases tile k - 1's buffer instead.
   ///
   /// Tiles that only asynchronous copies write need no proxy fence (as in Triton's
   /// pipeliner): the fence (MEMBAR.ALL.CTA) would also wait for the copies of the tiles
@@ -747,14 +749,16 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
   LogicalResult pipelineWarpgroups(ConversionPatternRewriter &rewriter, DotOp op,
                                    function_ref<Value(Value slot)> compute, Value slot,
                                    function_ref<void(OpBuilder &, Location)> waitForTile,
-                                   function_ref<void(OpBuilder &, Location)> copyNext) const {
+                                   function_ref<void(OpBuilder &, Location)> copyNext,
+                                   bool blockBarriers = true) const {
     Location loc = op.getLoc();
     waitForTile(rewriter, loc);
-    gpu::BarrierOp::create(rewriter, loc);
+    if (blockBarriers)
+      gpu::BarrierOp::create(rewriter, loc);
     Value result = compute(slot);
     waitForWarpgroups(rewriter, loc, 1, Value());
     op->getPrevNode()->setAttr(kWarpgroupPendingAttr, rewriter.getUnitAttr());
-    if (dist.numWarps > 4)
+    if (blockBarriers && dist.numWarps > 4)
       gpu::BarrierOp::create(rewriter, loc);
     copyNext(rewriter, loc);
     result.getDefiningOp()->setAttr(kWarpgroupAccumulatorAttr, rewriter.getUnitAttr());
@@ -943,7 +947,6 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
       gpu::BarrierOp::create(rewriter, loc);
       invalidateTensorMapBarriers(rewriter, loc, barriers, barrierCount, dist.threadId);
     }
-    // The copies of the tile `shift` maps the scalars to, into stage `slot`.
     // Where `issue` (one thread, and a tile that exists), the copies of the tile `shift`
     // maps the scalars to, into stage `slot`.
     auto copyTiles = [&](OpBuilder &builder, Location loc, const DenseMap<Value, Value> *shift, Value slot,
@@ -1010,29 +1013,31 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
       rewriter.setInsertionPoint(op);
       Value consumerIteration = rewriter.getRemappedValue(plan->kernelIteration);
       Value consumerSlot = slotOf(rewriter, loc, consumerIteration, 0);
-      waitForBulkCopies(rewriter, loc, tensorMapBarrier(rewriter, loc, barriers, consumerSlot),
-                        phaseOf(rewriter, loc, consumerIteration, /*flipped=*/false));
-      Value result = compute(consumerSlot);
-      waitForWarpgroups(rewriter, loc, 1, Value());
-      op->getPrevNode()->setAttr(kWarpgroupPendingAttr, rewriter.getUnitAttr());
-      Type type = consumerIteration.getType();
-      Value notFirst = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::sgt, consumerIteration,
-                                             arith::ConstantOp::create(rewriter, loc, type, rewriter.getIntegerAttr(type, 0)));
-      Value firstLane = arith::CmpIOp::create(
-          rewriter, loc, arith::CmpIPredicate::eq,
-          arith::RemUIOp::create(rewriter, loc, dist.threadId, i32Constant(rewriter, loc, dist.arch.waveSize)),
-          i32Constant(rewriter, loc, 0));
-      Value previous = slotOf(rewriter, loc, consumerIteration, stages - 1);
-      scf::IfOp::create(rewriter, loc, arith::AndIOp::create(rewriter, loc, notFirst, firstLane),
-                        [&](OpBuilder &builder, Location loc) {
-                          Value empty = tensorMapBarrier(
-                              builder, loc, barriers, arith::AddIOp::create(builder, loc, previous, i32Constant(builder, loc, stages)));
-                          arriveOnBarrier(builder, loc, empty);
-                          scf::YieldOp::create(builder, loc);
-                        });
-      result.getDefiningOp()->setAttr(kWarpgroupAccumulatorAttr, rewriter.getUnitAttr());
-      rewriter.replaceOp(op, result);
-      return success();
+      return pipelineWarpgroups(
+          rewriter, op, compute, consumerSlot,
+          [&](OpBuilder &builder, Location loc) {
+            waitForBulkCopies(builder, loc, tensorMapBarrier(builder, loc, barriers, consumerSlot),
+                              phaseOf(builder, loc, consumerIteration, /*flipped=*/false));
+          },
+          [&](OpBuilder &builder, Location loc) {
+            Type type = consumerIteration.getType();
+            Value notFirst = arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::sgt, consumerIteration,
+                                                   arith::ConstantOp::create(builder, loc, type, builder.getIntegerAttr(type, 0)));
+            Value firstLane = arith::CmpIOp::create(
+                builder, loc, arith::CmpIPredicate::eq,
+                arith::RemUIOp::create(builder, loc, dist.threadId, i32Constant(builder, loc, dist.arch.waveSize)),
+                i32Constant(builder, loc, 0));
+            Value previous = slotOf(builder, loc, consumerIteration, stages - 1);
+            scf::IfOp::create(builder, loc, arith::AndIOp::create(builder, loc, notFirst, firstLane),
+                              [&](OpBuilder &builder, Location loc) {
+                                Value empty = tensorMapBarrier(
+                                    builder, loc, barriers,
+                                    arith::AddIOp::create(builder, loc, previous, i32Constant(builder, loc, stages)));
+                                arriveOnBarrier(builder, loc, empty);
+                                scf::YieldOp::create(builder, loc);
+                              });
+          },
+          /*blockBarriers=*/false);
     }
     // Without a producer, thread 0 copies; a tile past the loop's end is not copied: no
     // iteration waits for it.
@@ -1046,17 +1051,8 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
     return pipelineWarpgroups(
         rewriter, op, compute, plan->slot[0],
         [&](OpBuilder &builder, Location loc) {
-          // Stage s is filled for the (k / S)-th time: its barrier's phase of that parity.
-          Value iteration = rewriter.getRemappedValue(plan->iteration);
-          Type type = iteration.getType();
-          Value round = arith::DivSIOp::create(builder, loc, iteration,
-                                               arith::ConstantOp::create(builder, loc, type,
-                                                                         builder.getIntegerAttr(type, stages)));
-          Value phase = arith::AndIOp::create(
-              builder, loc, round, arith::ConstantOp::create(builder, loc, type, builder.getIntegerAttr(type, 1)));
-          if (type.getIntOrFloatBitWidth() != 32)
-            phase = arith::TruncIOp::create(builder, loc, builder.getI32Type(), phase);
-          waitForBulkCopies(builder, loc, tensorMapBarrier(builder, loc, barriers, plan->slot[0]), phase);
+          waitForBulkCopies(builder, loc, tensorMapBarrier(builder, loc, barriers, plan->slot[0]),
+                            phaseOf(builder, loc, rewriter.getRemappedValue(plan->iteration), /*flipped=*/false));
         },
         [&](OpBuilder &builder, Location loc) {
           copyTiles(builder, loc, &plan->shifted[stages - 1], plan->slot[stages - 1],
