@@ -178,6 +178,41 @@ PipelinePlans mlir::tile::gpu_lowering::planPipelines(Operation *kernel, int64_t
   return plans;
 }
 
+Value mlir::tile::gpu_lowering::sharedBuffer(ConversionPatternRewriter &rewriter, Operation *op, const ::tile::GpuArch &arch,
+                   Type element, int64_t count, StringRef name, int64_t alignment) {
+  Location loc = op->getLoc();
+  auto sharedPtrType = LLVM::LLVMPointerType::get(rewriter.getContext(), kSharedAddressSpace);
+  if (arch.dynamicShared) {
+    Value base = dynamicSharedArray(rewriter, op, alignment);
+    auto func = op->getParentOfType<gpu::GPUFuncOp>();
+    int64_t used = 0;
+    if (auto attr = func->getAttrOfType<IntegerAttr>(kDynamicSharedBytesAttrName))
+      used = attr.getInt();
+    int64_t offset = (used + alignment - 1) / alignment * alignment;
+    int64_t bytes = count * elementBytes(element);
+    rewriter.modifyOpInPlace(func, [&] {
+      func->setAttr(kDynamicSharedBytesAttrName, rewriter.getI64IntegerAttr(offset + bytes));
+    });
+    return LLVM::GEPOp::create(rewriter, loc, sharedPtrType, rewriter.getI8Type(), base,
+                               ArrayRef<LLVM::GEPArg>{int32_t(offset)});
+  }
+  auto module = op->getParentOfType<gpu::GPUModuleOp>();
+  auto arrayType = LLVM::LLVMArrayType::get(element, count);
+  std::string symbol = name.str();
+  for (int i = 0; module.lookupSymbol(symbol); ++i)
+    symbol = (name + "_" + std::to_string(i)).str();
+  {
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToStart(module.getBody());
+    LLVM::GlobalOp::create(rewriter, op->getLoc(), arrayType, /*isConstant=*/false,
+                           LLVM::Linkage::Internal, symbol, Attribute(), alignment,
+                           kSharedAddressSpace);
+  }
+  return LLVM::AddressOfOp::create(
+      rewriter, op->getLoc(), LLVM::LLVMPointerType::get(rewriter.getContext(), kSharedAddressSpace),
+      symbol);
+}
+
 namespace {
 
 /// Compile-time facts of one operand's trip through shared memory.
@@ -264,45 +299,6 @@ OperandPlan planOperand(const StagedOperand &operand, RankedTensorType type, uns
   int64_t groups = plan.runs / plan.group;
   plan.runsPerThread = (groups + dist.threads - 1) / dist.threads * plan.group;
   return plan;
-}
-
-/// The shared array of a staged operand: a module-level global in address space 3, or,
-/// where shared memory is sized at launch, the next `alignment`-byte aligned piece of the
-/// one dynamic shared array, whose size the function's kDynamicSharedBytesAttrName
-/// records.
-Value sharedBuffer(ConversionPatternRewriter &rewriter, Operation *op, const ::tile::GpuArch &arch,
-                   Type element, int64_t count, StringRef name, int64_t alignment) {
-  Location loc = op->getLoc();
-  auto sharedPtrType = LLVM::LLVMPointerType::get(rewriter.getContext(), kSharedAddressSpace);
-  if (arch.dynamicShared) {
-    Value base = dynamicSharedArray(rewriter, op, alignment);
-    auto func = op->getParentOfType<gpu::GPUFuncOp>();
-    int64_t used = 0;
-    if (auto attr = func->getAttrOfType<IntegerAttr>(kDynamicSharedBytesAttrName))
-      used = attr.getInt();
-    int64_t offset = (used + alignment - 1) / alignment * alignment;
-    int64_t bytes = count * elementBytes(element);
-    rewriter.modifyOpInPlace(func, [&] {
-      func->setAttr(kDynamicSharedBytesAttrName, rewriter.getI64IntegerAttr(offset + bytes));
-    });
-    return LLVM::GEPOp::create(rewriter, loc, sharedPtrType, rewriter.getI8Type(), base,
-                               ArrayRef<LLVM::GEPArg>{int32_t(offset)});
-  }
-  auto module = op->getParentOfType<gpu::GPUModuleOp>();
-  auto arrayType = LLVM::LLVMArrayType::get(element, count);
-  std::string symbol = name.str();
-  for (int i = 0; module.lookupSymbol(symbol); ++i)
-    symbol = (name + "_" + std::to_string(i)).str();
-  {
-    OpBuilder::InsertionGuard guard(rewriter);
-    rewriter.setInsertionPointToStart(module.getBody());
-    LLVM::GlobalOp::create(rewriter, op->getLoc(), arrayType, /*isConstant=*/false,
-                           LLVM::Linkage::Internal, symbol, Attribute(), alignment,
-                           kSharedAddressSpace);
-  }
-  return LLVM::AddressOfOp::create(
-      rewriter, op->getLoc(), LLVM::LLVMPointerType::get(rewriter.getContext(), kSharedAddressSpace),
-      symbol);
 }
 
 /// Records on the kernel the tensor maps its bulk copies read, in the parameter order

@@ -249,6 +249,13 @@ SharedLayout swizzledLayout(int64_t outer, int64_t inner, int64_t elementBytes,
 /// least `alignment` bytes.
 Value dynamicSharedArray(OpBuilder &b, Operation *op, int64_t alignment);
 
+/// A shared array of `count` elements: a module-level global in address space 3, or,
+/// where shared memory is sized at launch, the next `alignment`-byte aligned piece of the
+/// one dynamic shared array, whose size the function's kDynamicSharedBytesAttrName
+/// records.
+Value sharedBuffer(ConversionPatternRewriter &rewriter, Operation *op, const ::tile::GpuArch &arch,
+                   Type element, int64_t count, StringRef name, int64_t alignment);
+
 /// Records on the function the bytes that a 2-D store stages at the start of the dynamic
 /// shared array (after the K loop, over the buffers it used); the pass folds it into
 /// kDynamicSharedBytesAttrName.

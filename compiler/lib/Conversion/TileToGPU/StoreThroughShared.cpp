@@ -83,13 +83,11 @@ bool mlir::tile::gpu_lowering::storeThroughShared(StoreOp op, Value value, Conve
   // Rows padded by 16 bytes: the 8 rows a warp writes at once start 4 banks apart.
   int64_t pitch = chunkCols + per16;
   int64_t staged = stagedBytes(chunks);
-  Value scratch = dynamicSharedArray(rewriter, op, 16);
+  Value scratch;
   if (dist.persistent) {
-    rewriter.modifyOpInPlace(
-        func, [&] { func->setAttr(kDynamicSharedBytesAttrName, rewriter.getI64IntegerAttr(offset + staged)); });
-    scratch = LLVM::GEPOp::create(rewriter, loc, scratch.getType(), rewriter.getI8Type(), scratch,
-                                  ArrayRef<LLVM::GEPArg>{int32_t(offset)});
+    scratch = sharedBuffer(rewriter, op, dist.arch, element, layout.rows * pitch, "__tile_epilogue", 16);
   } else {
+    scratch = dynamicSharedArray(rewriter, op, 16);
     if (auto recorded = func->getAttrOfType<IntegerAttr>(kEpilogueSharedBytesAttr))
       staged = std::max(staged, recorded.getInt());
     rewriter.modifyOpInPlace(func,
