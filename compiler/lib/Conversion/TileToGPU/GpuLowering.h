@@ -151,7 +151,8 @@ constexpr llvm::StringLiteral kProducerLoopAttr = "tile.producer_loop";
 /// Where the lowering gave a kernel a producer loop: threads from `consumerThreads` on
 /// run only it and leave, the others run the rest of the kernel, whose block barriers
 /// become named barriers of the consumer threads. Returns whether it did.
-bool splitProducerWarpgroup(Operation *func, Value threadId, int64_t consumerThreads);
+bool splitProducerWarpgroup(Operation *func, Value threadId, int64_t consumerThreads,
+                            const ::tile::GpuArch &arch);
 
 /// What every pattern needs: the thread id, the arch and the layout rules of this kernel.
 struct Distribution {

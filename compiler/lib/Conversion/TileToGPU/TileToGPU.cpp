@@ -746,7 +746,7 @@ struct ConvertTileToGPUPass : mlir::tile::impl::ConvertTileToGPUBase<ConvertTile
           return signalPassFailure();
       prefetchFirstFragments(func);
       waitAfterWarpgroupLoops(func);
-      if (splitProducerWarpgroup(func, dist.threadId, threads))
+      if (splitProducerWarpgroup(func, dist.threadId, threads, dist.arch))
         func.setKnownBlockSizeAttr(
             builder.getDenseI32ArrayAttr({int32_t(threads + kWarpgroupThreads), 1, 1}));
       // The epilogue's staging area overlays the K loop's buffers from the array's start.

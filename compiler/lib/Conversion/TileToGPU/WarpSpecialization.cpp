@@ -20,8 +20,6 @@ namespace {
 
 /// Barrier 0 is the block's (bar.sync 0 / gpu.barrier); the consumers take the next.
 constexpr int64_t kConsumerBarrier = 1;
-/// Registers of one Hopper multiprocessor, all of which one block may hold.
-constexpr int64_t kRegistersPerBlock = 65536;
 
 bool hasSideEffects(scf::ForOp loop) {
   WalkResult walk = loop.getBody()->walk([](Operation *op) {
@@ -32,7 +30,8 @@ bool hasSideEffects(scf::ForOp loop) {
 
 } // namespace
 
-bool mlir::tile::gpu_lowering::splitProducerWarpgroup(Operation *func, Value threadId, int64_t consumerThreads) {
+bool mlir::tile::gpu_lowering::splitProducerWarpgroup(Operation *func, Value threadId, int64_t consumerThreads,
+                                                      const ::tile::GpuArch &arch) {
   SmallVector<scf::ForOp> loops;
   func->walk([&](scf::ForOp loop) {
     if (loop->hasAttr(kProducerLoopAttr))
@@ -61,11 +60,11 @@ bool mlir::tile::gpu_lowering::splitProducerWarpgroup(Operation *func, Value thr
   auto split = scf::IfOp::create(b, loc, isProducer, /*withElseRegion=*/true);
   Block *then = split.thenBlock(), *otherwise = split.elseBlock();
   // The producer hands registers to the consumers (setmaxnreg, as CUTLASS's Hopper
-  // kernels do): the block's registers, less the producer's 40 per thread, shared by the
-  // consumers, at most 240 each.
+  // kernels do): the SM's registers (one block holds them all), less the producer's 40
+  // per thread, shared by the consumers, at most 240 each.
   int64_t producerRegisters = 40;
-  int64_t consumerRegisters =
-      std::min<int64_t>(240, (kRegistersPerBlock - producerRegisters * kWarpgroupThreads) / consumerThreads / 8 * 8);
+  int64_t consumerRegisters = std::min<int64_t>(
+      240, (int64_t(arch.registersPerSm) - producerRegisters * kWarpgroupThreads) / consumerThreads / 8 * 8);
   auto setRegisters = [&](Block *block, const char *action, int64_t count) {
     OpBuilder at = OpBuilder::atBlockBegin(block);
     inlinePtx(at, loc, std::string("setmaxnreg.") + action + ".sync.aligned.u32 " + std::to_string(count) + ";", 0,
