@@ -239,33 +239,57 @@ OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) 
   Value strideAm = stride(6), strideAk = stride(7), strideBk = stride(8), strideBn = stride(9);
   Value strideCm = stride(10), strideCn = stride(11);
 
+  // Clusters of num_ctas programs (Hopper): the programs of a cluster take vertically
+  // adjacent blocks of one block column, so that they read the same tiles of B, which
+  // one multicast copy then brings to all of them. The cluster is the unit of the
+  // grouped order below; a cluster's program whose rows lie past M computes nothing
+  // that is stored (its rows are masked), and the launcher rounds the grid up to whole
+  // clusters.
+  int64_t clusterCtas = spec.config.count("num_ctas") ? spec.knob("num_ctas") : 1;
+  if (clusterCtas != 1 && clusterCtas != 2)
+    throw std::invalid_argument(spec.op + " num_ctas must be 1 or 2, got " + std::to_string(clusterCtas));
+  if (clusterCtas > 1)
+    func->setAttr(mlir::tile::kClusterCtasAttrName, b.getI64IntegerAttr(clusterCtas));
   Value pid = tt::ProgramIdOp::create(b, loc, b.getI32Type(), 0);
   if (index != pid.getType())
     pid = arith::ExtSIOp::create(b, loc, index, pid);
   Value programsM = mb.ceilDiv(m, blockM), programsN = mb.ceilDiv(n, blockN);
+  Value rank = mb.constant(0);
+  Value clusterRowsM = programsM;
+  int64_t clusterGroupM = groupM;
+  if (clusterCtas > 1) {
+    rank = arith::RemSIOp::create(b, loc, pid, mb.constant(clusterCtas));
+    pid = arith::DivSIOp::create(b, loc, pid, mb.constant(clusterCtas));
+    clusterRowsM = mb.ceilDiv(programsM, clusterCtas);
+    clusterGroupM = std::max<int64_t>(1, groupM / clusterCtas);
+  }
   // Persistent: each program walks the tiles pid, pid + programs, ... (the launcher
   // starts one per multiprocessor), so that one tile's epilogue overlaps the next one's
-  // first copies where a producer issues them.
+  // first copies where a producer issues them. A cluster walks its tiles together.
   bool persistent = spec.config.count("persistent") && spec.knob("persistent") != 0;
   if (persistent) {
     func->setAttr(mlir::tile::kPersistentAttrName, b.getUnitAttr());
     Value programs = tt::NumProgramsOp::create(b, loc, b.getI32Type(), 0);
     if (index != programs.getType())
       programs = arith::ExtSIOp::create(b, loc, index, programs);
-    Value tiles = arith::MulIOp::create(b, loc, programsM, programsN);
+    if (clusterCtas > 1)
+      programs = arith::DivSIOp::create(b, loc, programs, mb.constant(clusterCtas));
+    Value tiles = arith::MulIOp::create(b, loc, clusterRowsM, programsN);
     auto walk = scf::ForOp::create(b, loc, pid, tiles, programs);
     b.setInsertionPoint(walk.getBody()->getTerminator());
     pid = walk.getInductionVar();
   }
   // Grouped order: GROUP_M block rows share each block column before moving on.
-  Value perGroup = arith::MulIOp::create(b, loc, mb.constant(groupM), programsN);
+  Value perGroup = arith::MulIOp::create(b, loc, mb.constant(clusterGroupM), programsN);
   Value group = arith::DivSIOp::create(b, loc, pid, perGroup);
-  Value firstM = arith::MulIOp::create(b, loc, group, mb.constant(groupM));
+  Value firstM = arith::MulIOp::create(b, loc, group, mb.constant(clusterGroupM));
   Value groupRows = arith::MinSIOp::create(
-      b, loc, arith::SubIOp::create(b, loc, programsM, firstM), mb.constant(groupM));
+      b, loc, arith::SubIOp::create(b, loc, clusterRowsM, firstM), mb.constant(clusterGroupM));
   Value inGroup = arith::RemSIOp::create(b, loc, pid, perGroup);
   Value pidM = arith::AddIOp::create(b, loc, firstM, arith::RemSIOp::create(b, loc, inGroup, groupRows));
   Value pidN = arith::DivSIOp::create(b, loc, inGroup, groupRows);
+  if (clusterCtas > 1)
+    pidM = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, pidM, mb.constant(clusterCtas)), rank);
 
   Value rows = mb.lanes(arith::MulIOp::create(b, loc, pidM, mb.constant(blockM)), blockM);
   Value cols = mb.lanes(arith::MulIOp::create(b, loc, pidN, mb.constant(blockN)), blockN);

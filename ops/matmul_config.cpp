@@ -12,7 +12,7 @@ const std::vector<std::string> &matmulKnobNames() {
       "BLOCK_M",     "BLOCK_N",      "BLOCK_K",
       "GROUP_M",     "num_warps",    "num_stages",
       "waves_per_eu", "matrix_instr_nonkdim", "kpack",
-      "warp_specialize", "persistent"};
+      "warp_specialize", "persistent", "num_ctas"};
   return names;
 }
 
@@ -81,7 +81,8 @@ std::map<std::string, int64_t> gpuConfig(const Target &target, int64_t m, int64_
             {"matrix_instr_nonkdim", 16},
             {"kpack", 1},
             {"warp_specialize", 0},
-            {"persistent", 0}};
+            {"persistent", 0},
+            {"num_ctas", 1}};
   }
   return {{"BLOCK_M", large ? 128 : 64},
           {"BLOCK_N", large ? 128 : 64},
@@ -95,7 +96,8 @@ std::map<std::string, int64_t> gpuConfig(const Target &target, int64_t m, int64_
           {"matrix_instr_nonkdim", 16},
           {"kpack", 1},
           {"warp_specialize", 0},
-          {"persistent", 0}};
+          {"persistent", 0},
+          {"num_ctas", 1}};
 }
 
 int64_t bytesOf(const std::string &dtype) {

@@ -289,6 +289,7 @@ std::optional<Binary> DiskCache::load(const std::string &key, const Target &targ
   binary.blockThreads = std::atoi(entry->meta["block_threads"].c_str());
   binary.dynamicSharedBytes = std::atoll(entry->meta["dynamic_shared_bytes"].c_str());
   binary.persistent = entry->meta["persistent"] == "1";
+  binary.clusterCtas = std::max(1, std::atoi(entry->meta["cluster_ctas"].c_str()));
   binary.object = std::move(entry->payload);
   // "operand,contiguous_dim,box_inner,box_outer,swizzle_bytes,data_type;..."
   std::istringstream maps(entry->meta["tensor_maps"]);
@@ -391,6 +392,7 @@ void DiskCache::store(const std::string &key, const Binary &binary) {
               {"block_threads", std::to_string(binary.blockThreads)},
               {"dynamic_shared_bytes", std::to_string(binary.dynamicSharedBytes)},
               {"persistent", binary.persistent ? "1" : "0"},
+              {"cluster_ctas", std::to_string(binary.clusterCtas)},
               {"tensor_maps", tensorMapsText(binary.tensorMaps)}});
 }
 

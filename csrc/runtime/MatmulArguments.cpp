@@ -54,7 +54,12 @@ int64_t tile::runtime::matmulIndexBits(int64_t m, int64_t n, int64_t k, const St
 
 int64_t tile::runtime::matmulPrograms(const std::map<std::string, int64_t> &config, int64_t m, int64_t n) {
   int64_t blockM = config.at("BLOCK_M"), blockN = config.at("BLOCK_N");
-  return ((m + blockM - 1) / blockM) * ((n + blockN - 1) / blockN);
+  // Clusters of num_ctas programs take adjacent block rows: the rows round up to whole
+  // clusters (the programs past M store nothing).
+  auto ctas = config.find("num_ctas");
+  int64_t cluster = ctas != config.end() && ctas->second > 1 ? ctas->second : 1;
+  int64_t rows = ((m + blockM - 1) / blockM + cluster - 1) / cluster * cluster;
+  return rows * ((n + blockN - 1) / blockN);
 }
 
 std::string tile::runtime::matmulTuningBucket(const std::string &op, const std::vector<std::string> &dtypes,

@@ -77,8 +77,12 @@ void launch(const char *op, const tile::runtime::LoadedKernel &kernel, const at:
               ": more than 2**31 program instances");
   int device = any.get_device();
   // A persistent kernel's programs walk all its tiles: one per multiprocessor.
-  if (kernel.binary.persistent)
-    programs = std::min<int64_t>(programs, at::cuda::getDeviceProperties(device)->multiProcessorCount);
+  // (whole clusters of them).
+  if (kernel.binary.persistent) {
+    int64_t ctas = std::max<int64_t>(1, kernel.binary.clusterCtas);
+    int64_t resident = at::cuda::getDeviceProperties(device)->multiProcessorCount / ctas * ctas;
+    programs = std::min<int64_t>(programs, std::max(resident, ctas));
+  }
   try {
     launcher().launch(kernel, targetOf(device), device, args,
                       Grid{static_cast<int32_t>(programs), 1, 1},

@@ -70,6 +70,10 @@ TEST(MatmulArguments, ProgramsAndTuningBuckets) {
   std::map<std::string, int64_t> config{{"BLOCK_M", 128}, {"BLOCK_N", 256}};
   EXPECT_EQ(matmulPrograms(config, 4096, 4096), 32 * 16);
   EXPECT_EQ(matmulPrograms(config, 129, 1), 2);
+  // Clusters of two take two block rows each: an odd count rounds up.
+  config["num_ctas"] = 2;
+  EXPECT_EQ(matmulPrograms(config, 4096, 4096), 32 * 16);
+  EXPECT_EQ(matmulPrograms(config, 3 * 128, 257), 4 * 2);
   EXPECT_EQ(matmulTuningBucket("matmul_leaky_relu", {"f16", "f32"}, 1000, 512, 4097),
             "matmul_leaky_relu[f16,f32] 1024x512x8192");
 }

@@ -255,6 +255,41 @@ TEST(WarpgroupMma, PersistentKernelsWalkTilesAndStageCBesideTheRing) {
   EXPECT_EQ(occurrences(ptx, "bar.sync 1, 256;"), 4);
 }
 
+/// `config` warp-specialized, in clusters of two blocks.
+std::map<std::string, int64_t> clustered(std::map<std::string, int64_t> config, bool persistent) {
+  config = specialized(config, persistent);
+  config["num_ctas"] = 2;
+  return config;
+}
+
+TEST(WarpgroupMma, ClustersOfTwoMulticastTheirShareOfB) {
+  // 128x256x64 f16: b's tile is 4 boxes of 64 columns; each block of a pair copies 2 of
+  // them to both (mask 0b11) and a with a plain copy of its own. A stage's empty barrier
+  // counts the 8 consumer warps of both blocks, each arriving on both blocks' barriers
+  // (mapa); the cluster meets after the barriers' initialization and before the
+  // consumers give them up.
+  for (bool persistent : {false, true}) {
+    Binary binary = binaryOf("f16", clustered(alignedConfig("f16"), persistent));
+    std::string ptx = asmOf(binary);
+    EXPECT_EQ(binary.clusterCtas, 2);
+    EXPECT_EQ(binary.persistent, persistent);
+    EXPECT_NE(ptx.find(".reqnctapercluster 2, 1, 1"), std::string::npos);
+    EXPECT_NE(ptx.find("%cluster_ctarank"), std::string::npos);
+    EXPECT_GT(occurrences(ptx, ".multicast::cluster"), 0);
+    EXPECT_EQ(occurrences(ptx, "mbarrier.init.shared::cta.b64"), 8);
+    EXPECT_NE(ptx.find("mapa.shared::cluster.u32"), std::string::npos);
+    EXPECT_EQ(occurrences(ptx, "barrier.cluster.arrive.release.aligned;"), 2);
+    // b's map moves whole 64-column boxes.
+    ASSERT_EQ(binary.tensorMaps.size(), 2u);
+    EXPECT_EQ(binary.tensorMaps[1].boxOuter, 64);
+  }
+  // A transposed b (k contiguous) is one 64 x 256 box: each block copies 128 of its rows.
+  Binary transposed = binaryOf("f16", clustered(alignedConfig("f16", 0b100110), false));
+  ASSERT_EQ(transposed.tensorMaps.size(), 2u);
+  EXPECT_EQ(transposed.tensorMaps[1].boxOuter, 128);
+  EXPECT_GT(occurrences(asmOf(transposed), ".multicast::cluster"), 0);
+}
+
 TEST(WarpgroupMma, KnobsOnlyTheSpecializedPipelineHonoursAreRefused) {
   auto refused = [](const Target &target, std::map<std::string, int64_t> config, const char *says) {
     ops::KernelSpec spec{"matmul", {"f16", "f16"}, config};
@@ -273,6 +308,10 @@ TEST(WarpgroupMma, KnobsOnlyTheSpecializedPipelineHonoursAreRefused) {
   auto walkAlone = config;
   walkAlone["persistent"] = 1;
   refused(hopper(), walkAlone, "persistent=1");
+  auto clusterAlone = config;
+  clusterAlone["num_ctas"] = 2;
+  refused(hopper(), clusterAlone, "num_ctas=2");
+  refused(Target::parse("hip:gfx942"), clusterAlone, "num_ctas=2");
 }
 
 TEST(WarpgroupMma, PtxasAssemblesTheKernelsWithoutSpills) {
@@ -284,6 +323,8 @@ TEST(WarpgroupMma, PtxasAssemblesTheKernelsWithoutSpills) {
       {"bf16", alignedConfig("bf16")},
       {"f16", specialized(alignedConfig("f16"), false)},
       {"f16", specialized(alignedConfig("f16"), true)},
+      {"f16", clustered(alignedConfig("f16"), false)},
+      {"bf16", clustered(alignedConfig("bf16"), true)},
   };
   for (const auto &[dtype, config] : kernels) {
     llvm::SmallString<128> ptxPath, cubinPath, logPath;

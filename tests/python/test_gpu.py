@@ -354,13 +354,19 @@ def test_bulk_tensor_copies_and_their_cp_async_fallback_agree(tmp_path, dtype):
     {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 8, "num_stages": 4},
     {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 4, "num_stages": 3, "persistent": 1},
     {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 8, "num_stages": 4, "persistent": 1},
-], ids=["64x128-s2", "128x128-s3", "128x256-w8-s4", "persistent-64x128-s3", "persistent-128x256-w8-s4"])
+    {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 4, "num_stages": 3, "num_ctas": 2},
+    {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 8, "num_stages": 4, "num_ctas": 2},
+    {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 8, "num_stages": 4, "persistent": 1,
+     "num_ctas": 2},
+], ids=["64x128-s2", "128x128-s3", "128x256-w8-s4", "persistent-64x128-s3", "persistent-128x256-w8-s4",
+        "cluster-64x128-s3", "cluster-128x256-w8-s4", "cluster-persistent-128x256-w8-s4"])
 def test_warp_specialized_kernels_compute_the_same(tmp_path, dtype, candidate):
     """warp_specialize=1: a producer warpgroup issues the bulk copies, released stage by
     stage by the consumers' mbarrier arrivals; with persistent=1 each program walks
     several tiles (more tiles than multiprocessors), its stages' phases counted across
-    them, and stages C beside the ring (128x256 at 4 stages: in two column chunks).
-    Ragged edges, K shorter than a block, K loops longer than the ring, transposed
+    them, and stages C beside the ring (128x256 at 4 stages: in two column chunks);
+    with num_ctas=2 blocks run in pairs that multicast their halves of each B tile (an
+    odd number of block rows leaves a pair's second block past M). Ragged edges, K shorter than a block, K loops longer than the ring, transposed
     operands; the cp.async fallback (misaligned a) keeps its own kernel."""
     from torch_tile import runtime
 
@@ -382,8 +388,12 @@ def test_warp_specialized_kernels_compute_the_same(tmp_path, dtype, candidate):
                                cache_dir=tmp_path / "cache",
                                autotune_configs={"matmul": {"cuda": [dict(candidate, warp_specialize=1)]}})
         # The consumers release stages; the producer hands them its registers.
-        assert ("mbarrier.arrive.shared::cta.b64" in ptx) == bulk, name
+        released = "mbarrier.arrive.shared::cta.b64" in ptx or "mbarrier.arrive.shared::cluster.b64" in ptx
+        assert released == bulk, name
         assert ("setmaxnreg.inc.sync.aligned.u32" in ptx) == bulk, name
+        if candidate.get("num_ctas") == 2:
+            assert ".reqnctapercluster 2, 1, 1" in ptx, name
+            assert ("multicast::cluster" in ptx) == bulk, name
     runtime.clear_tuning()
     runtime.clear_cache()
 

@@ -150,7 +150,7 @@ void compileForGpu(mlir::ModuleOp module, const Target &target, const CompileOpt
   if (mlir::failed(toGpu.run(module)) || injectedInto(module, "lowering"))
     diagnostics.fail("lowering tile -> tile-gpu failed:");
   keep("tile-gpu", printed(module));
-  std::string mapsKernel;
+  std::string mapsKernel, clusterKernel;
   unsigned firstMap = 0;
   module.walk([&](mlir::gpu::GPUFuncOp func) {
     // The lowering may run more waves than num_warps (wavesPerWorkgroup): the launch
@@ -159,6 +159,10 @@ void compileForGpu(mlir::ModuleOp module, const Target &target, const CompileOpt
       binary.blockThreads = (*block)[0];
     if (func->hasAttr(mlir::tile::kPersistentAttrName))
       binary.persistent = true;
+    if (auto ctas = func->getAttrOfType<mlir::IntegerAttr>(mlir::tile::kClusterCtasAttrName)) {
+      binary.clusterCtas = ctas.getInt();
+      clusterKernel = func.getName().str();
+    }
     if (auto bytes = func->getAttrOfType<mlir::IntegerAttr>(mlir::tile::kDynamicSharedBytesAttrName))
       binary.dynamicSharedBytes = std::max(binary.dynamicSharedBytes, bytes.getInt());
     if (auto maps = func->getAttrOfType<mlir::ArrayAttr>(mlir::tile::kTensorMapsAttrName)) {
@@ -184,6 +188,14 @@ void compileForGpu(mlir::ModuleOp module, const Target &target, const CompileOpt
   // A tensor map is a 128-byte parameter (64-byte aligned) that the kernel reads in place
   // (grid constant): the bulk copies take its address. The GPU-to-NVVM lowering keeps no
   // byval attribute of a gpu.func, so they are set on the LLVM function it made.
+  // A kernel of clusters carries their shape (PTX .reqnctapercluster), so that the
+  // driver forms them at any launch.
+  if (!clusterKernel.empty())
+    kernels.walk([&](mlir::LLVM::LLVMFuncOp func) {
+      if (func.getName() == clusterKernel)
+        func->setAttr(mlir::NVVM::NVVMDialect::getClusterDimAttrName(),
+                      mlir::DenseI32ArrayAttr::get(func.getContext(), {int32_t(binary.clusterCtas), 1, 1}));
+    });
   if (!mapsKernel.empty())
     kernels.walk([&](mlir::LLVM::LLVMFuncOp func) {
       if (func.getName() != mapsKernel)

@@ -76,6 +76,9 @@ struct Binary {
   /// The kernel walks its tiles (any grid is correct): the launcher starts no more
   /// programs than the device has multiprocessors.
   bool persistent = false;
+  /// NVIDIA: blocks per cluster the kernel was compiled for (its launch grid is a
+  /// multiple of it; the cluster shape is part of the kernel, so a plain launch forms it).
+  int64_t clusterCtas = 1;
   /// NVIDIA: bytes of dynamic shared memory each launch provides (the kernel's one
   /// dynamically sized shared array).
   int64_t dynamicSharedBytes = 0;

@@ -108,6 +108,17 @@ std::optional<BulkCopyOperand> mlir::tile::gpu_lowering::bulkCopyOperand(const S
   return copy;
 }
 
+bool mlir::tile::gpu_lowering::splitAcrossCluster(BulkCopyOperand &copy, int64_t ctas) {
+  if (ctas <= 1 || copy.boxes % ctas == 0)
+    return true;
+  // One box: its rows in `ctas` parts, each starting at a multiple of the swizzle's
+  // 8-row period, so that each part lands swizzled as the whole box would.
+  if (copy.boxes != 1 || copy.boxOuter % (8 * ctas) != 0)
+    return false;
+  copy.parts = ctas;
+  return true;
+}
+
 void mlir::tile::gpu_lowering::initTensorMapBarriers(OpBuilder &b, Location loc, Value barriers, int64_t count,
                                                      Value threadId, int64_t arrivals, int64_t first) {
   Value isFirst = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, threadId, i32Constant(b, loc, 0));
@@ -145,19 +156,41 @@ void mlir::tile::gpu_lowering::issueBulkCopies(OpBuilder &b, Location loc, Array
   for (const BulkCopyPlacement &copy : copies)
     bytes += copy.operand->boxes * copy.operand->boxInner * copy.operand->boxOuter * copy.operand->elementBytes;
   scf::IfOp::create(b, loc, issue, [&](OpBuilder &b, Location loc) {
+    // Every block of a cluster announces the whole stage's bytes on its own barrier:
+    // its own copies and the shares the others multicast to it complete there.
     inlinePtx(b, loc, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", 0, "r,r",
               ValueRange{barrier, i32Constant(b, loc, bytes)}, {});
     auto sharedPtr = LLVM::LLVMPointerType::get(b.getContext(), kSharedAddressSpace);
+    auto c = [&](int64_t v) { return i32Constant(b, loc, v); };
     for (const BulkCopyPlacement &copy : copies) {
       const BulkCopyOperand &operand = *copy.operand;
-      for (int64_t box = 0; box < operand.boxes; ++box) {
-        Value dst = LLVM::GEPOp::create(b, loc, sharedPtr, copy.element, copy.stage,
-                                        ArrayRef<LLVM::GEPArg>{int32_t(box * operand.boxInner * operand.boxOuter)});
-        Value inner = arith::AddIOp::create(b, loc, copy.inner, i32Constant(b, loc, box * operand.boxInner));
+      int64_t pieces = operand.boxes * operand.parts, partOuter = operand.mapBoxOuter();
+      int64_t share = copy.rank ? pieces / copy.ctas : pieces;
+      for (int64_t j = 0; j < share; ++j) {
+        // Piece q is part q % parts of box q / parts; a block of a cluster copies the
+        // pieces [rank * share, (rank + 1) * share).
+        Value piece = c(j);
+        if (copy.rank)
+          piece = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, copy.rank, c(share)), piece);
+        Value box = arith::DivUIOp::create(b, loc, piece, c(operand.parts));
+        Value part = arith::RemUIOp::create(b, loc, piece, c(operand.parts));
+        Value first = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, box, c(operand.boxInner * operand.boxOuter)),
+                                            arith::MulIOp::create(b, loc, part, c(operand.boxInner * partOuter)));
+        Value dst = LLVM::GEPOp::create(b, loc, sharedPtr, copy.element, copy.stage, ValueRange{first});
+        Value inner = arith::AddIOp::create(b, loc, copy.inner, arith::MulIOp::create(b, loc, box, c(operand.boxInner)));
+        Value outer = arith::AddIOp::create(b, loc, copy.outer, arith::MulIOp::create(b, loc, part, c(partOuter)));
+        if (!copy.rank) {
+          inlinePtx(b, loc,
+                    "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
+                    "[$0], [$1, {$2, $3}], [$4];",
+                    0, "r,l,r,r,r", ValueRange{dst, operand.map, inner, outer, barrier}, {});
+          continue;
+        }
+        Value everyBlock = arith::ConstantIntOp::create(b, loc, b.getI16Type(), (int64_t(1) << copy.ctas) - 1);
         inlinePtx(b, loc,
-                  "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
-                  "[$0], [$1, {$2, $3}], [$4];",
-                  0, "r,l,r,r,r", ValueRange{dst, operand.map, inner, copy.outer, barrier}, {});
+                  "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                  ".multicast::cluster [$0], [$1, {$2, $3}], [$4], $5;",
+                  0, "r,l,r,r,r,h", ValueRange{dst, operand.map, inner, outer, barrier, everyBlock}, {});
       }
     }
     scf::YieldOp::create(b, loc);
@@ -166,6 +199,30 @@ void mlir::tile::gpu_lowering::issueBulkCopies(OpBuilder &b, Location loc, Array
 
 void mlir::tile::gpu_lowering::arriveOnBarrier(OpBuilder &b, Location loc, Value barrier) {
   inlinePtx(b, loc, "mbarrier.arrive.shared::cta.b64 _, [$0];", 0, "r", ValueRange{barrier}, {});
+}
+
+void mlir::tile::gpu_lowering::arriveOnClusterBarriers(OpBuilder &b, Location loc, Value barrier, int64_t ctas) {
+  // The arrival tells the copies' issuer that this warp's MMAs are done reading the
+  // stage (their wait came first); it orders no memory of its own, so it keeps the
+  // default CTA-scoped release, as CUTLASS's cluster pipelines do: a cluster-scoped
+  // release costs a fence per warp and K step.
+  for (int64_t rank = 0; rank < ctas; ++rank)
+    inlinePtx(b, loc,
+              "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, $0, $1;\n"
+              "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}",
+              0, "r,r", ValueRange{barrier, i32Constant(b, loc, rank)}, {});
+}
+
+Value mlir::tile::gpu_lowering::clusterRank(OpBuilder &b, Location loc) {
+  return LLVM::InlineAsmOp::create(b, loc, TypeRange{b.getI32Type()}, ValueRange{}, "mov.u32 $0, %cluster_ctarank;",
+                                   "=r", /*has_side_effects=*/false, /*is_align_stack=*/false,
+                                   LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr())
+      .getResult(0);
+}
+
+void mlir::tile::gpu_lowering::clusterBarrier(OpBuilder &b, Location loc) {
+  inlinePtx(b, loc, "barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;", 0, "", {},
+            {});
 }
 
 void mlir::tile::gpu_lowering::waitForBulkCopies(OpBuilder &b, Location loc, Value barrier, Value phase) {

@@ -315,7 +315,7 @@ void recordTensorMaps(ConversionPatternRewriter &rewriter, Operation *op, const 
         rewriter.getNamedAttr("operand", i64(operand)),
         rewriter.getNamedAttr("contiguous_dim", i64(copy->innerDim)),
         rewriter.getNamedAttr("box_inner", i64(copy->boxInner)),
-        rewriter.getNamedAttr("box_outer", i64(copy->boxOuter)),
+        rewriter.getNamedAttr("box_outer", i64(copy->mapBoxOuter())),
         rewriter.getNamedAttr("swizzle_bytes", i64(copy->swizzleBytes)),
         rewriter.getNamedAttr("data_type", i64(dataType)),
     }));
@@ -843,6 +843,12 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
   scf::ForOp producerLoop;
   if (bulkA && bulkB && plan && plan->producerLoop && dist.warpSpecialize)
     producerLoop = plan->producerLoop;
+  // A cluster's blocks read the same b tiles (the kernel promises it): each block's
+  // producer copies its share of every b tile to all of them, and a stage is free again
+  // once the MMA warps of every block are done with it.
+  int64_t multicastCtas = producerLoop && dist.clusterCtas > 1 && splitAcrossCluster(*bulkB, dist.clusterCtas)
+                              ? dist.clusterCtas
+                              : 1;
   // A pipelined loop's buffers and prologue come before the loop (and before the
   // producer's, which uses them too); a persistent kernel sets its warp-specialized
   // pipeline up once, before its walk over tiles.
@@ -933,16 +939,26 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
         sharedBuffer(rewriter, op, dist.arch, rewriter.getI64Type(), barrierCount, "__tile_copy_barriers", 8);
     initTensorMapBarriers(rewriter, loc, barriers, stages, dist.threadId);
     if (producerLoop)
-      initTensorMapBarriers(rewriter, loc, barriers, stages, dist.threadId, dist.numWarps, stages);
-    gpu::BarrierOp::create(rewriter, loc);
+      initTensorMapBarriers(rewriter, loc, barriers, stages, dist.threadId, dist.numWarps * multicastCtas, stages);
+    // With multicast, the other blocks' copies and arrivals reach this block's
+    // barriers: none may start before every block has initialized its own.
+    if (multicastCtas > 1)
+      clusterBarrier(rewriter, loc);
+    else
+      gpu::BarrierOp::create(rewriter, loc);
     {
       // After the loop every issued tile has been waited for; the epilogue may reuse
-      // the memory once all threads are past their last wait.
+      // the memory once all threads are past their last wait. With multicast, the other
+      // blocks' MMA warps may still arrive on this block's barriers: the cluster's
+      // threads meet first (the producers have left, which counts as arriving).
       OpBuilder::InsertionGuard guard(rewriter);
       rewriter.setInsertionPointAfter(walk ? walk : loopOp);
+      if (multicastCtas > 1)
+        clusterBarrier(rewriter, loc);
       gpu::BarrierOp::create(rewriter, loc);
       invalidateTensorMapBarriers(rewriter, loc, barriers, barrierCount, dist.threadId);
     }
+    Value rank = multicastCtas > 1 ? clusterRank(rewriter, loc) : Value();
     // Where `issue` (one thread, and a tile that exists), the copies of the tile `shift`
     // maps the scalars to, into stage `slot`.
     auto copyTiles = [&](OpBuilder &builder, Location loc, const DenseMap<Value, Value> *shift, Value slot,
@@ -955,8 +971,13 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
       for (auto [operand, buffer, stageElements] :
            {std::tuple{&*bulkA, bufA, m * k}, std::tuple{&*bulkB, bufB, k * n}}) {
         Value first = arith::MulIOp::create(builder, loc, slot, i32Constant(builder, loc, stageElements));
-        copies.push_back({operand, elementPtr(builder, loc, buffer, input, first), input, i32Of(operand->inner),
-                          i32Of(operand->outer)});
+        BulkCopyPlacement copy{operand, elementPtr(builder, loc, buffer, input, first), input,
+                               i32Of(operand->inner), i32Of(operand->outer)};
+        if (operand == &*bulkB && multicastCtas > 1) {
+          copy.rank = rank;
+          copy.ctas = multicastCtas;
+        }
+        copies.push_back(copy);
       }
       issueBulkCopies(builder, loc, copies, tensorMapBarrier(builder, loc, barriers, slot), issue);
     };
@@ -1029,7 +1050,10 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
                                 Value empty = tensorMapBarrier(
                                     builder, loc, barriers,
                                     arith::AddIOp::create(builder, loc, previous, i32Constant(builder, loc, stages)));
-                                arriveOnBarrier(builder, loc, empty);
+                                if (multicastCtas > 1)
+                                  arriveOnClusterBarriers(builder, loc, empty, multicastCtas);
+                                else
+                                  arriveOnBarrier(builder, loc, empty);
                                 scf::YieldOp::create(builder, loc);
                               });
           },

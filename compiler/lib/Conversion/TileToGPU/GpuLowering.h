@@ -167,6 +167,9 @@ struct Distribution {
   /// The kernel walks its tiles (kPersistentAttrName): what the K loop sets up once goes
   /// before the walk, and the epilogue keeps its own shared memory.
   bool persistent = false;
+  /// Blocks per cluster (kClusterCtasAttrName): with a producer warpgroup, each block
+  /// copies its share of the B tiles to every block of its cluster (multicast).
+  int64_t clusterCtas = 1;
   int64_t threads = 0;
   int64_t accessElements = 1;
   /// Every dot of the kernel runs on Hopper's warpgroup MMA (wgmma), which sets the
@@ -310,7 +313,16 @@ struct BulkCopyOperand {
   int64_t elementBytes = 2;
   ScalarPoly inner, outer;
   int64_t boxInner = 0, boxOuter = 0, boxes = 0, swizzleBytes = 0;
+  /// Each box is copied in `parts` pieces along the outer dimension (the tensor map's
+  /// box is boxOuter / parts rows), so that the blocks of a cluster can split a tile
+  /// whose copy is a single box.
+  int64_t parts = 1;
+  int64_t mapBoxOuter() const { return boxOuter / parts; }
 };
+
+/// Splits `copy` so that each of `ctas` blocks copies an equal share of its pieces (whole
+/// boxes, or halves of a single box's rows at a swizzle period); false where it cannot.
+bool splitAcrossCluster(BulkCopyOperand &copy, int64_t ctas);
 
 /// The bulk copies of `operand` into `shared` (the warpgroup MMA's layout), where its
 /// address is `outer * stride + inner` with an inner stride of 1 and its masks bound
@@ -324,6 +336,10 @@ struct BulkCopyPlacement {
   Value stage;  ///< shared pointer to the stage's buffer
   Type element; ///< its element type
   Value inner, outer; ///< i32
+  /// Multicast: this block (`rank`, i32) copies its share of the pieces to the same
+  /// place in every block of its cluster of `ctas`; null rank: the whole tile, here only.
+  Value rank;
+  int64_t ctas = 1;
 };
 
 /// Thread 0 initializes the `count` mbarriers at `barriers` (one per stage, 8 bytes each)
@@ -342,6 +358,15 @@ void issueBulkCopies(OpBuilder &b, Location loc, ArrayRef<BulkCopyPlacement> cop
                      Value issue);
 /// One arrival on `barrier` (a consumer releasing the stage it guards).
 void arriveOnBarrier(OpBuilder &b, Location loc, Value barrier);
+/// One arrival on the barrier at `barrier`'s place in each of the `ctas` blocks of this
+/// block's cluster (a consumer releasing a stage that every block's copies fill).
+void arriveOnClusterBarriers(OpBuilder &b, Location loc, Value barrier, int64_t ctas);
+/// This block's rank in its cluster (i32).
+Value clusterRank(OpBuilder &b, Location loc);
+/// Every (non-exited) thread of the cluster waits for the others: what each did to
+/// shared memory before (barrier initialization, arrivals on the others' barriers) is
+/// seen by all after.
+void clusterBarrier(OpBuilder &b, Location loc);
 /// Waits until `barrier` completes its phase of parity `phase` (i32).
 void waitForBulkCopies(OpBuilder &b, Location loc, Value barrier, Value phase);
 

@@ -673,6 +673,18 @@ struct ConvertTileToGPUPass : mlir::tile::impl::ConvertTileToGPUBase<ConvertTile
             << arch->name << ")";
         return signalPassFailure();
       }
+      if (auto ctas = kernel->getAttrOfType<IntegerAttr>(kClusterCtasAttrName))
+        dist.clusterCtas = ctas.getInt();
+      // Only the producer warpgroup's multicast copies use the cluster; elsewhere it
+      // would only constrain the launch.
+      if (dist.clusterCtas != 1 && (dist.clusterCtas != 2 || !dist.warpSpecialize)) {
+        kernel.emitError("num_ctas=")
+            << dist.clusterCtas
+            << " runs clusters of blocks that share the B tiles through multicast bulk copies; it takes 1 "
+               "or 2, and 2 needs warp_specialize=1 on sm_90a ("
+            << arch->name << ")";
+        return signalPassFailure();
+      }
       dist.numWarps = numWarps;
       dist.numWarps = wavesFor(kernel, dist);
       int64_t threads = dist.numWarps * arch->waveSize;
@@ -695,6 +707,8 @@ struct ConvertTileToGPUPass : mlir::tile::impl::ConvertTileToGPUBase<ConvertTile
       func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), builder.getUnitAttr());
       if (dist.persistent)
         func->setAttr(kPersistentAttrName, builder.getUnitAttr());
+      if (dist.clusterCtas > 1)
+        func->setAttr(kClusterCtasAttrName, builder.getI64IntegerAttr(dist.clusterCtas));
       func.setKnownBlockSizeAttr(builder.getDenseI32ArrayAttr({int32_t(threads), 1, 1}));
       func.getBody().front().erase();
       func.getBody().takeBody(kernel.getBody());

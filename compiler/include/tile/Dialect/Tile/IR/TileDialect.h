@@ -26,6 +26,13 @@ inline constexpr llvm::StringLiteral kKernelAttrName = "tile.kernel";
 /// multiprocessors, each staying resident for all its tiles.
 inline constexpr llvm::StringLiteral kPersistentAttrName = "tile.persistent";
 
+/// The number of consecutive programs (thread blocks) that run as one cluster
+/// (i64; absent: 1). The kernel promises that the programs of a cluster read the same
+/// right-hand operand tiles in each dot's K loop, so that one copy of each tile can
+/// serve all of them (Hopper's multicast bulk copies); its launch grid is a multiple of
+/// the cluster.
+inline constexpr llvm::StringLiteral kClusterCtasAttrName = "tile.cluster_ctas";
+
 /// The pointee type of a `!tile.ptr` or of a tensor of them.
 Type getPointeeType(Type ptrLike);
 
