@@ -109,25 +109,31 @@ void MatmulArguments::pack(const StridedOperand &aOperand, const StridedOperand 
   count = arg;
   operands[0] = aOperand;
   operands[1] = bOperand;
+  operands[2] = StridedOperand{cData, 2, {aOperand.sizes[0], bOperand.sizes[1]}, {cStrides[0], cStrides[1]}, 0};
 }
 
 void **MatmulArguments::withTensorMaps(const std::vector<TensorMapParameter> &parameters,
                                        TensorMapCache &cache) {
-  if (parameters.size() > 2)
-    throw std::runtime_error("a matmul kernel takes at most 2 tensor maps, this one " +
+  if (parameters.size() > 3)
+    throw std::runtime_error("a matmul kernel takes at most 3 tensor maps, this one " +
                              std::to_string(parameters.size()));
+  static const char *const names[] = {"a", "b", "c"};
   for (size_t i = 0; i < parameters.size(); ++i) {
     const TensorMapParameter &parameter = parameters[i];
-    if (parameter.operand != 0 && parameter.operand != 1)
+    if (parameter.operand < 0 || parameter.operand > 2)
       throw std::runtime_error("a tensor map for operand " + std::to_string(parameter.operand) +
-                               " of a matmul (0: a, 1: b)");
+                               " of a matmul (0: a, 1: b, 2: c)");
     uint32_t box[2] = {uint32_t(parameter.boxInner), uint32_t(parameter.boxOuter)};
-    TensorMapPlan plan = planTensorMap(operands[parameter.operand], int(parameter.contiguousDim),
+    StridedOperand operand = operands[parameter.operand];
+    // c is packed as a pointer and strides: its width is the one its map names.
+    if (parameter.operand == 2)
+      operand.elementBytes = tensorMapElementBytes(TensorMapElement(parameter.dataType));
+    TensorMapPlan plan = planTensorMap(operand, int(parameter.contiguousDim),
                                        TensorMapElement(parameter.dataType), box,
                                        int(parameter.swizzleBytes));
     if (!plan.refusal.empty())
-      throw std::runtime_error(std::string("no tensor map describes operand ") +
-                               (parameter.operand == 0 ? "a" : "b") + ": " + plan.refusal);
+      throw std::runtime_error(std::string("no tensor map describes operand ") + names[parameter.operand] + ": " +
+                               plan.refusal);
     maps[i] = cache.get(plan.shape);
     args[count + i] = maps[i].bytes;
   }

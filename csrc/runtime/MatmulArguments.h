@@ -53,10 +53,10 @@ struct MatmulArguments {
   int64_t wide[10] = {}; ///< M, N, K, the six strides of a, b, c, the bias's stride
   int32_t narrow[10] = {};
   float slope = 0;
-  void *args[17] = {};
+  void *args[18] = {};
   int count = 0; ///< arguments packed, before any tensor maps
-  StridedOperand operands[2]; ///< a and b, as packed
-  EncodedTensorMap maps[2];
+  StridedOperand operands[3]; ///< a, b and c, as packed (c's element width comes with its map)
+  EncodedTensorMap maps[3];
 
   void pack(const StridedOperand &a, const StridedOperand &b, void *c, const int64_t cStrides[2],
             const StridedOperand *bias, std::optional<float> negativeSlope, int64_t indexBits);

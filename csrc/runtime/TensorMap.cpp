@@ -22,7 +22,9 @@ int swizzleCode(int swizzleBytes) {
   }
 }
 
-int64_t bytesOf(TensorMapElement element) {
+} // namespace
+
+int64_t tile::runtime::tensorMapElementBytes(TensorMapElement element) {
   switch (element) {
   case TensorMapElement::U8: return 1;
   case TensorMapElement::F16:
@@ -31,8 +33,6 @@ int64_t bytesOf(TensorMapElement element) {
   }
   return 0;
 }
-
-} // namespace
 
 TensorMapPlan tile::runtime::planTensorMap(const StridedOperand &operand, int contiguousDim,
                                            TensorMapElement element, const uint32_t box[2],
@@ -44,8 +44,8 @@ TensorMapPlan tile::runtime::planTensorMap(const StridedOperand &operand, int co
   };
   if (operand.dims != 2 || (contiguousDim != 0 && contiguousDim != 1))
     return refuse("a tensor map here describes a matrix along one of its 2 dimensions");
-  if (bytesOf(element) != operand.elementBytes)
-    return refuse("the map's element type is " + std::to_string(bytesOf(element)) +
+  if (tensorMapElementBytes(element) != operand.elementBytes)
+    return refuse("the map's element type is " + std::to_string(tensorMapElementBytes(element)) +
                   " bytes wide, the operand's " + std::to_string(operand.elementBytes));
   int outerDim = 1 - contiguousDim;
   int64_t bytes = operand.elementBytes;

@@ -19,6 +19,8 @@ namespace tile::runtime {
 
 /// Element types a tensor map names (CUtensorMapDataType).
 enum class TensorMapElement : int { U8 = 0, F16 = 6, F32 = 7, BF16 = 9 };
+/// Bytes per element of a map's element type (0 for a value outside the enum).
+int64_t tensorMapElementBytes(TensorMapElement element);
 
 /// One 2-D tiled map: the matrix, in the driver's order (dimension 0 the contiguous one),
 /// and the box one copy moves.

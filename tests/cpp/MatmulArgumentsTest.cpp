@@ -127,19 +127,22 @@ TEST(MatmulArguments, TensorMapsFollowTheOtherArguments) {
   driver.name = "CUDA";
   driver.tensorMapEncodeTiled = countingEncoder;
   TensorMapCache cache(driver);
-  std::vector<tile::TensorMapParameter> maps = {{0, 1, 64, 128, 128, 6}, {1, 1, 64, 64, 128, 6}};
+  // a's, b's, and c's (which the epilogue's bulk stores write; its width is its map's).
+  std::vector<tile::TensorMapParameter> maps = {
+      {0, 1, 64, 128, 128, 6}, {1, 1, 64, 64, 128, 6}, {2, 1, 64, 128, 128, 6}};
   encodes = 0;
   void **args = packed.withTensorMaps(maps, cache);
   EXPECT_EQ(args, packed.args);
-  for (int i = 0; i < 2; ++i) {
+  const void *operands[] = {a, b, c};
+  for (int i = 0; i < 3; ++i) {
     const void *named = nullptr;
     std::memcpy(&named, args[13 + i], sizeof(void *));
-    EXPECT_EQ(named, i == 0 ? static_cast<const void *>(a) : static_cast<const void *>(b));
+    EXPECT_EQ(named, operands[i]);
     EXPECT_EQ(reinterpret_cast<uintptr_t>(args[13 + i]) % 64, 0u) << "a map parameter is 64-byte aligned";
   }
   EXPECT_EQ(*static_cast<float *>(args[12]), 0.5f) << "the maps come after the slope";
   packed.withTensorMaps(maps, cache);
-  EXPECT_EQ(encodes, 2) << "the second call finds both maps";
+  EXPECT_EQ(encodes, 3) << "the second call finds all three maps";
   // A view the kernel's specialization promised a map for, but that none describes.
   MatmulArguments misaligned;
   misaligned.pack(matrix(a + 2, 256, 128, 128, 1, 2), bOperand, c, cStrides, nullptr, std::nullopt, 32);

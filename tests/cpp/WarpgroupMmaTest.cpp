@@ -1,7 +1,7 @@
 // Hopper's warpgroup MMA (cuda:sm_90a), checked in the PTX without a GPU: the matmul's
 // main loop issues wgmma.mma_async on shared-memory descriptors (no fragment reads),
 // keeps one MMA group in flight while the next tile's copies go out, waits for it after
-// the loop, and stores C as 16-byte pieces. ptxas, where it is on PATH, assembles it
+// the loop, and stores C through shared memory with bulk tensor stores. ptxas, where it is on PATH, assembles it
 // without spills. What wgmma cannot take (int8, f32, tiles that are not whole
 // warpgroups of 64 rows) keeps mma.sync on the same target.
 #include "TestKernels.h"
@@ -29,7 +29,8 @@ const Target &hopper() {
 /// Row-major, 16-byte aligned a, b and c with 32-bit offsets (the binding's common case),
 /// with `extraUnitStrides` or-ed into the unit-stride bits.
 std::map<std::string, int64_t> alignedConfig(const std::string &dtype, int64_t unitStrides = 0b101010) {
-  auto config = ops::defaultMatmulConfig(hopper(), 4096, 4096, 4096, dtype);
+  // 8192^3's default: 128x256x64 over 8 warps and 4 stages, one block per tile.
+  auto config = ops::defaultMatmulConfig(hopper(), 8192, 8192, 8192, dtype);
   config["index_bits"] = 32;
   config["unit_strides"] = unitStrides;
   config["divisibility_16"] = 0b111111;
@@ -116,10 +117,16 @@ TEST(WarpgroupMma, DefaultConfigRunsTheMainLoopOnWgmma) {
     size_t drained = ptx.find("wgmma.wait_group.sync.aligned 0;");
     ASSERT_NE(drained, std::string::npos) << where;
     EXPECT_GT(drained, ptx.find(loop) + loop.size()) << where;
-    // C in 16-byte pieces, through shared memory: BLOCK_M*BLOCK_N*2 bytes over the threads.
-    EXPECT_EQ(occurrences(ptx, "st.global.v4.b32"), blockM * blockN * 2 / 16 / (warpgroups * 128)) << where;
-    EXPECT_EQ(occurrences(ptx, "st.global.b16"), 0) << where;
-    EXPECT_EQ(occurrences(ptx, "st.global.b32"), 0) << where;
+    // C through shared memory (swizzled, fenced for the copy engine), then one bulk
+    // tensor store per 64 columns, waited for (their reads) before the block leaves; no
+    // thread stores to global memory.
+    size_t fenced = ptx.find("fence.proxy.async.shared::cta;");
+    size_t stored = ptx.find("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group");
+    ASSERT_NE(stored, std::string::npos) << where;
+    EXPECT_LT(fenced, stored) << where;
+    EXPECT_EQ(occurrences(ptx, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"), blockN / 64) << where;
+    EXPECT_GT(ptx.rfind("cp.async.bulk.wait_group.read 0;"), ptx.rfind("cp.async.bulk.commit_group;")) << where;
+    EXPECT_EQ(occurrences(ptx, "st.global"), 0) << where;
   }
 }
 
@@ -129,8 +136,9 @@ TEST(WarpgroupMma, AlignedOperandsArriveByBulkTensorCopiesOnMbarriers) {
     Binary binary = binaryOf(dtype, config);
     std::string ptx = asmOf(binary), loop = mainLoop(ptx), where = dtype;
     int64_t blockM = config.at("BLOCK_M"), blockN = config.at("BLOCK_N"), blockK = config.at("BLOCK_K");
-    // Two tensor maps, a's then b's, as 128-byte grid-constant parameters after the others.
-    ASSERT_EQ(binary.tensorMaps.size(), 2u) << where;
+    // Three tensor maps, a's, b's and c's, as 128-byte grid-constant parameters after
+    // the others.
+    ASSERT_EQ(binary.tensorMaps.size(), 3u) << where;
     int64_t dataType = std::string(dtype) == "bf16" ? 9 : 6;
     const TensorMapParameter &a = binary.tensorMaps[0], &b = binary.tensorMaps[1];
     EXPECT_EQ(a.operand, 0);
@@ -141,12 +149,17 @@ TEST(WarpgroupMma, AlignedOperandsArriveByBulkTensorCopiesOnMbarriers) {
     EXPECT_EQ(b.contiguousDim, 1) << "row-major b is contiguous along n";
     EXPECT_EQ(b.boxInner, 64) << "b's rows are cut into 128-byte swizzle atoms";
     EXPECT_EQ(b.boxOuter, blockK);
+    const TensorMapParameter &c = binary.tensorMaps[2];
+    EXPECT_EQ(c.operand, 2);
+    EXPECT_EQ(c.contiguousDim, 1);
+    EXPECT_EQ(c.boxInner, 64) << "c's rows are stored in 128-byte swizzle atoms";
+    EXPECT_EQ(c.boxOuter, blockM);
     for (const TensorMapParameter &map : binary.tensorMaps) {
       EXPECT_EQ(map.swizzleBytes, 128) << where;
       EXPECT_EQ(map.dataType, dataType) << where;
     }
-    EXPECT_EQ(occurrences(ptx, ".param .align 64 .b8 matmul_param_"), 2) << where;
-    EXPECT_EQ(occurrences(ptx, "cvta.param.u64"), 2) << where;
+    EXPECT_EQ(occurrences(ptx, ".param .align 64 .b8 matmul_param_"), 3) << where;
+    EXPECT_EQ(occurrences(ptx, "cvta.param.u64"), 3) << where;
     // Per iteration: a wait on the tile's barrier, one arrival with the stage's bytes, and
     // one copy per box: a's tile in one, b's in BLOCK_N / 64.
     EXPECT_EQ(occurrences(loop, "mbarrier.try_wait.parity.shared::cta.b64"), 1) << where;
@@ -169,7 +182,7 @@ TEST(WarpgroupMma, AlignedOperandsArriveByBulkTensorCopiesOnMbarriers) {
 TEST(WarpgroupMma, WhatATensorMapCannotDescribeKeepsCpAsync) {
   // A K-major b (x @ w.t()) is still described, along its own contiguous dimension.
   Binary kMajor = binaryOf("f16", alignedConfig("f16", 0b100110));
-  ASSERT_EQ(kMajor.tensorMaps.size(), 2u);
+  ASSERT_EQ(kMajor.tensorMaps.size(), 3u);
   EXPECT_EQ(kMajor.tensorMaps[1].contiguousDim, 0);
   EXPECT_EQ(kMajor.tensorMaps[1].boxOuter, alignedConfig("f16").at("BLOCK_N"));
   // Operands not proven 16-byte aligned, or offsets past 2^31 (coordinates are 32-bit):
@@ -242,17 +255,23 @@ TEST(WarpgroupMma, WarpSpecializationAddsAProducerWarpgroup) {
 
 TEST(WarpgroupMma, PersistentKernelsWalkTilesAndStageCBesideTheRing) {
   // The producer and the consumers each walk the tiles in a loop of their own (one
-  // setmaxnreg each); C goes through shared memory after the ring and the barriers, in
-  // two chunks of 128 columns (128 x (128 + 8) f16), since the whole tile does not fit.
+  // setmaxnreg each); C goes through shared memory after the ring and the barriers (from
+  // the next 1024-byte boundary, where the store's swizzle period starts), in two chunks
+  // of 128 columns (128 x 128 f16), since the whole tile does not fit. Each chunk's bulk
+  // stores run while the consumers go on; its space is written again once they have read
+  // it, and the block leaves once the last ones have.
   Binary binary = binaryOf("f16", specialized(alignedConfig("f16"), true));
   std::string ptx = asmOf(binary);
   EXPECT_TRUE(binary.persistent);
   EXPECT_EQ(binary.blockThreads, 384);
   EXPECT_EQ(occurrences(ptx, "setmaxnreg.dec.sync.aligned.u32 40;"), 1);
   EXPECT_EQ(occurrences(ptx, "setmaxnreg.inc.sync.aligned.u32 232;"), 1);
-  EXPECT_EQ(binary.dynamicSharedBytes, 4 * (128 + 256) * 64 * 2 + 8 * 8 + 128 * (128 + 8) * 2);
-  // Two chunks, each written between two consumer barriers.
+  EXPECT_EQ(binary.dynamicSharedBytes, (4 * (128 + 256) * 64 * 2 + 8 * 8 + 1023) / 1024 * 1024 + 128 * 128 * 2);
+  // Two chunks, each written between two consumer barriers, stored by 2 boxes of 64
+  // columns.
   EXPECT_EQ(occurrences(ptx, "bar.sync 1, 256;"), 4);
+  EXPECT_EQ(occurrences(ptx, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"), 4);
+  EXPECT_EQ(occurrences(ptx, "cp.async.bulk.wait_group.read 0;"), 3);
 }
 
 /// `config` warp-specialized, in clusters of two blocks.
@@ -280,14 +299,29 @@ TEST(WarpgroupMma, ClustersOfTwoMulticastTheirShareOfB) {
     EXPECT_NE(ptx.find("mapa.shared::cluster.u32"), std::string::npos);
     EXPECT_EQ(occurrences(ptx, "barrier.cluster.arrive.release.aligned;"), 2);
     // b's map moves whole 64-column boxes.
-    ASSERT_EQ(binary.tensorMaps.size(), 2u);
+    ASSERT_EQ(binary.tensorMaps.size(), 3u);
     EXPECT_EQ(binary.tensorMaps[1].boxOuter, 64);
   }
   // A transposed b (k contiguous) is one 64 x 256 box: each block copies 128 of its rows.
   Binary transposed = binaryOf("f16", clustered(alignedConfig("f16", 0b100110), false));
-  ASSERT_EQ(transposed.tensorMaps.size(), 2u);
+  ASSERT_EQ(transposed.tensorMaps.size(), 3u);
   EXPECT_EQ(transposed.tensorMaps[1].boxOuter, 128);
   EXPECT_GT(occurrences(asmOf(transposed), ".multicast::cluster"), 0);
+}
+
+TEST(WarpgroupMma, DefaultsWalkTilesWhereBlocksMakeAFewWaves) {
+  // 4096^3 (512 blocks of 128x256): persistent and warp-specialized; 8192^3 (2048) and
+  // 2048^3 (128, one wave) keep one block per tile.
+  auto config = [](int64_t size) { return ops::defaultMatmulConfig(hopper(), size, size, size, "f16"); };
+  EXPECT_EQ(config(4096).at("persistent"), 1);
+  EXPECT_EQ(config(4096).at("warp_specialize"), 1);
+  EXPECT_EQ(config(4096).at("BLOCK_N"), 256);
+  for (int64_t size : {2048, 8192}) {
+    EXPECT_EQ(config(size).at("persistent"), 0) << size;
+    EXPECT_EQ(config(size).at("warp_specialize"), 0) << size;
+  }
+  // Other targets keep their defaults.
+  EXPECT_EQ(ops::defaultMatmulConfig(Target::parse("cuda:sm_90"), 4096, 4096, 4096, "f16").at("persistent"), 0);
 }
 
 TEST(WarpgroupMma, KnobsOnlyTheSpecializedPipelineHonoursAreRefused) {

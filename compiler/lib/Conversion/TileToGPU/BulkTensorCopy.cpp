@@ -6,7 +6,10 @@
 // edges need no masks: the copy fills what lies outside the matrix with zeros.
 #include "GpuLowering.h"
 
+#include "tile/Conversion/Passes.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 #include <algorithm>
@@ -106,6 +109,26 @@ std::optional<BulkCopyOperand> mlir::tile::gpu_lowering::bulkCopyOperand(const S
   if (copy.boxOuter > 256 || copy.boxes * copy.boxInner != shared.inner)
     return std::nullopt;
   return copy;
+}
+
+void mlir::tile::gpu_lowering::recordTensorMap(RewriterBase &rewriter, Operation *op, int64_t operand,
+                                               const BulkCopyOperand &copy, Type element) {
+  auto func = op->getParentOfType<gpu::GPUFuncOp>();
+  // CUtensorMapDataType: 6 f16, 7 f32, 9 bf16.
+  int64_t dataType = element.isBF16() ? 9 : element.isF32() ? 7 : 6;
+  auto i64 = [&](int64_t v) { return rewriter.getI64IntegerAttr(v); };
+  SmallVector<Attribute> maps;
+  if (auto recorded = func->getAttrOfType<ArrayAttr>(kTensorMapsAttrName))
+    maps.append(recorded.begin(), recorded.end());
+  maps.push_back(rewriter.getDictionaryAttr({
+      rewriter.getNamedAttr("operand", i64(operand)),
+      rewriter.getNamedAttr("contiguous_dim", i64(copy.innerDim)),
+      rewriter.getNamedAttr("box_inner", i64(copy.boxInner)),
+      rewriter.getNamedAttr("box_outer", i64(copy.mapBoxOuter())),
+      rewriter.getNamedAttr("swizzle_bytes", i64(copy.swizzleBytes)),
+      rewriter.getNamedAttr("data_type", i64(dataType)),
+  }));
+  rewriter.modifyOpInPlace(func, [&] { func->setAttr(kTensorMapsAttrName, rewriter.getArrayAttr(maps)); });
 }
 
 bool mlir::tile::gpu_lowering::splitAcrossCluster(BulkCopyOperand &copy, int64_t ctas) {

@@ -301,28 +301,6 @@ OperandPlan planOperand(const StagedOperand &operand, RankedTensorType type, uns
   return plan;
 }
 
-/// Records on the kernel the tensor maps its bulk copies read, in the parameter order
-/// (a, then b), for the host that encodes them (kTensorMapsAttrName).
-void recordTensorMaps(ConversionPatternRewriter &rewriter, Operation *op, const BulkCopyOperand &a,
-                      const BulkCopyOperand &b, Type element) {
-  auto func = op->getParentOfType<gpu::GPUFuncOp>();
-  // CUtensorMapDataType of the warpgroup MMA's 16-bit inputs.
-  int64_t dataType = element.isBF16() ? 9 : 6;
-  SmallVector<Attribute> maps;
-  for (auto [operand, copy] : {std::pair{0, &a}, std::pair{1, &b}}) {
-    auto i64 = [&](int64_t v) { return rewriter.getI64IntegerAttr(v); };
-    maps.push_back(rewriter.getDictionaryAttr({
-        rewriter.getNamedAttr("operand", i64(operand)),
-        rewriter.getNamedAttr("contiguous_dim", i64(copy->innerDim)),
-        rewriter.getNamedAttr("box_inner", i64(copy->boxInner)),
-        rewriter.getNamedAttr("box_outer", i64(copy->mapBoxOuter())),
-        rewriter.getNamedAttr("swizzle_bytes", i64(copy->swizzleBytes)),
-        rewriter.getNamedAttr("data_type", i64(dataType)),
-    }));
-  }
-  rewriter.modifyOpInPlace(func, [&] { func->setAttr(kTensorMapsAttrName, rewriter.getArrayAttr(maps)); });
-}
-
 Value elementPtr(OpBuilder &b, Location loc, Value base, Type element, Value index) {
   return LLVM::GEPOp::create(b, loc, base.getType(), element, base, ArrayRef<LLVM::GEPArg>{index});
 }
@@ -929,7 +907,8 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
   }
 
   if (bulkA && bulkB) {
-    recordTensorMaps(rewriter, op, *bulkA, *bulkB, input);
+    recordTensorMap(rewriter, op, 0, *bulkA, input);
+    recordTensorMap(rewriter, op, 1, *bulkB, input);
     // The stages' barriers follow the ring in the dynamic shared array: static shared
     // memory before it would move the ring off its 1024-byte alignment. Per stage, a
     // "full" barrier counts the copies' bytes; with a producer warpgroup, stage s's

@@ -177,9 +177,10 @@ struct Distribution {
   bool warpgroupMma = false;
   Value threadId; // i32, at the top of the kernel
   const PipelinePlans *pipelines = nullptr;
-  /// Where the kernel takes tensor maps for its dot's operands (a, b): the parameters
-  /// the pass appended, for bulk tensor copies; null elsewhere.
-  Value tensorMaps[2];
+  /// Where the kernel may take tensor maps for its dot's operands (a, b) and for the
+  /// block it stores (c): the parameters the pass appended, for bulk tensor copies; null
+  /// elsewhere. Those that no lowering records (recordTensorMap) go again.
+  Value tensorMaps[3];
   Divisibility divisibility; ///< what the kernel's arguments promise
   PointerRanges pointerRanges; ///< how far past its pointers the kernel reaches
   ThreadLayout of(Type tensorType) const {
@@ -319,6 +320,13 @@ struct BulkCopyOperand {
   int64_t parts = 1;
   int64_t mapBoxOuter() const { return boxOuter / parts; }
 };
+
+/// Records on the kernel that it reads its tensor-map parameter for `operand` (0: a,
+/// 1: b, 2: c) as `copy` describes it, with `element` the matrix's element type, for the
+/// host that encodes the maps (kTensorMapsAttrName, in parameter order once the pass
+/// has dropped the unread ones).
+void recordTensorMap(RewriterBase &rewriter, Operation *op, int64_t operand, const BulkCopyOperand &copy,
+                     Type element);
 
 /// Splits `copy` so that each of `ctas` blocks copies an equal share of its pieces (whole
 /// boxes, or halves of a single box's rows at a swizzle period); false where it cannot.

@@ -69,48 +69,83 @@ bool mlir::tile::gpu_lowering::storeThroughShared(StoreOp op, Value value, Conve
   int64_t used = 0;
   if (auto recorded = func->getAttrOfType<IntegerAttr>(kDynamicSharedBytesAttrName))
     used = recorded.getInt();
-  int64_t offset = dist.persistent ? (used + 15) / 16 * 16 : 0;
+  // Where a tensor map can describe C (the kernel takes one, the block's corner and
+  // bounds are the matrix's coordinates and sizes), one thread hands each staged piece
+  // to a bulk tensor store: the other threads go on (a persistent kernel to its next
+  // tile's MMAs) while the copy engine writes global memory. The staging area then has
+  // the copy's 128-byte swizzle (its rows unpadded, conflict-free all the same) and
+  // starts on a 1024-byte boundary, where the swizzle's period starts.
+  // (One block per kernel: a second would find the parameter taken.)
+  auto recordedMaps = func->getAttrOfType<ArrayAttr>(kTensorMapsAttrName);
+  bool mapTaken = recordedMaps && llvm::any_of(recordedMaps, [](Attribute map) {
+                    return cast<IntegerAttr>(cast<DictionaryAttr>(map).get("operand")).getInt() == 2;
+                  });
+  bool bulk = dist.tensorMaps[2] && !mapTaken && bytes == 2 && bounds &&
+              dist.pointerRanges.bitsOf(lanes->basePtr) <= 32 && layout.cols % 64 == 0;
+  int64_t alignment = bulk ? 1024 : 16;
+  int64_t offset = dist.persistent ? (used + alignment - 1) / alignment * alignment : 0;
   // A persistent kernel's producer already copies the next tile into the K loop's
   // buffers: the staging area follows them, and where the whole tile does not fit
   // beside them it goes through in column chunks (each wave holding whole columns of
   // its rows, so which of its elements a chunk takes is known here).
   int64_t chunks = 1;
-  auto stagedBytes = [&](int64_t parts) { return layout.rows * (layout.cols / parts + per16) * bytes; };
+  int64_t pad = bulk ? 0 : per16, unit = bulk ? 64 : std::max(per16, layout.tile.tileN);
+  auto stagedBytes = [&](int64_t parts) { return layout.rows * (layout.cols / parts + pad) * bytes; };
   while (dist.persistent && offset + stagedBytes(chunks) > int64_t(dist.arch.ldsBytes) && layout.warpsN == 1 &&
-         (layout.cols / (2 * chunks)) % std::max(per16, layout.tile.tileN) == 0)
+         (layout.cols / (2 * chunks)) % unit == 0 && (layout.cols / (2 * chunks)) % layout.tile.tileN == 0)
     chunks *= 2;
   int64_t chunkCols = layout.cols / chunks;
-  // Rows padded by 16 bytes: the 8 rows a warp writes at once start 4 banks apart.
-  int64_t pitch = chunkCols + per16;
-  int64_t staged = stagedBytes(chunks);
+  std::optional<BulkCopyOperand> bulkStore;
+  SharedLayout swizzled = warpgroupSharedLayout(layout.rows, chunkCols, bytes);
+  if (bulk) {
+    bulkStore = bulkCopyOperand(StagedOperand{*lanes, *bounds}, swizzled, 1, bytes, dist.tensorMaps[2]);
+    if (bulkStore)
+      recordTensorMap(rewriter, op, 2, *bulkStore, element);
+  }
+  if (!bulkStore) {
+    pad = per16;
+    if (alignment != 16) {
+      alignment = 16;
+      offset = dist.persistent ? (used + 15) / 16 * 16 : 0;
+    }
+  }
+  // Padded rows (the thread-store path): the 8 rows a warp writes at once start 4 banks
+  // apart.
+  int64_t pitch = chunkCols + pad;
+  int64_t staged = layout.rows * pitch * bytes;
   Value scratch;
   if (dist.persistent) {
-    scratch = sharedBuffer(rewriter, op, dist.arch, element, layout.rows * pitch, "__tile_epilogue", 16);
+    scratch = sharedBuffer(rewriter, op, dist.arch, element, layout.rows * pitch, "__tile_epilogue", alignment);
   } else {
-    scratch = dynamicSharedArray(rewriter, op, 16);
+    scratch = dynamicSharedArray(rewriter, op, alignment);
     if (auto recorded = func->getAttrOfType<IntegerAttr>(kEpilogueSharedBytesAttr))
       staged = std::max(staged, recorded.getInt());
     rewriter.modifyOpInPlace(func,
                              [&] { func->setAttr(kEpilogueSharedBytesAttr, rewriter.getI64IntegerAttr(staged)); });
   }
-  auto at = [&](OpBuilder &b, Location l, Value row, Value col) {
-    Value offset = arith::AddIOp::create(b, l, arith::MulIOp::create(b, l, row, i32Constant(b, l, pitch)), col);
+  auto elementAt = [&](OpBuilder &b, Location l, Value offset) {
     return LLVM::GEPOp::create(b, l, scratch.getType(), element, scratch,
                                ArrayRef<LLVM::GEPArg>{arith::ExtUIOp::create(b, l, i64, offset).getResult()})
         .getResult();
   };
+  auto at = [&](OpBuilder &b, Location l, Value row, Value col) {
+    if (bulkStore)
+      return elementAt(b, l, swizzled.offset(b, l, row, col));
+    return elementAt(b, l, arith::AddIOp::create(b, l, arith::MulIOp::create(b, l, row, i32Constant(b, l, pitch)), col));
+  };
   auto remap = [&](Value v) { return rewriter.getRemappedValue(v); };
-  Value validRows = c(layout.rows), validCols = c(layout.cols);
-  if (bounds) {
-    validRows = arith::TruncIOp::create(rewriter, loc, i32, validLanes(rewriter, loc, *bounds, 0, layout.rows));
-    validCols = arith::TruncIOp::create(rewriter, loc, i32, validLanes(rewriter, loc, *bounds, 1, layout.cols));
-  }
-  Value base = offsetBase(rewriter, loc, *lanes, element);
-  Value rowStride = lanes->strides[0].materialize(rewriter, loc, remap);
-  int64_t piecesPerRow = chunkCols / per16, pieces = layout.rows * piecesPerRow;
-  auto pieceType = VectorType::get({per16}, element);
+  Value isFirstThread = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, dist.threadId, c(0));
+  auto onFirstThread = [&](StringRef ptx) {
+    scf::IfOp::create(rewriter, loc, isFirstThread, [&](OpBuilder &b, Location l) {
+      inlinePtx(b, l, ptx, 0, "", {}, {});
+      scf::YieldOp::create(b, l);
+    });
+  };
   for (int64_t chunk = 0; chunk < chunks; ++chunk) {
-    // The previous chunk's reads (or the K loop's) are done before its space is written.
+    // The previous chunk's reads (or the K loop's, or a bulk store's of the previous
+    // tile) are done before its space is written.
+    if (bulkStore)
+      onFirstThread("cp.async.bulk.wait_group.read 0;");
     gpu::BarrierOp::create(rewriter, loc);
     int64_t firstCol = chunk * chunkCols;
     for (int64_t e = 0; e < layout.perThread(); e += run) {
@@ -123,7 +158,37 @@ bool mlir::tile::gpu_lowering::storeThroughShared(StoreOp op, Value value, Conve
       LLVM::StoreOp::create(rewriter, loc, sliceOf(rewriter, loc, value, e, run), at(rewriter, loc, row, col),
                             run * bytes);
     }
+    if (bulkStore) {
+      // The threads' stores become visible to the copy engine's reads.
+      inlinePtx(rewriter, loc, "fence.proxy.async.shared::cta;", 0, "", {}, {});
+      gpu::BarrierOp::create(rewriter, loc);
+      const BulkCopyOperand &store = *bulkStore;
+      Value inner = arith::TruncIOp::create(rewriter, loc, i32, store.inner.materialize(rewriter, loc, remap));
+      Value outer = arith::TruncIOp::create(rewriter, loc, i32, store.outer.materialize(rewriter, loc, remap));
+      scf::IfOp::create(rewriter, loc, isFirstThread, [&](OpBuilder &b, Location l) {
+        for (int64_t box = 0; box < store.boxes; ++box) {
+          Value boxInner = arith::AddIOp::create(b, l, inner, i32Constant(b, l, firstCol + box * store.boxInner));
+          inlinePtx(b, l, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$0, {$1, $2}], [$3];", 0,
+                    "l,r,r,r",
+                    ValueRange{store.map, boxInner, outer,
+                               elementAt(b, l, i32Constant(b, l, box * store.boxInner * store.boxOuter))},
+                    {});
+        }
+        inlinePtx(b, l, "cp.async.bulk.commit_group;", 0, "", {}, {});
+        scf::YieldOp::create(b, l);
+      });
+      continue;
+    }
     gpu::BarrierOp::create(rewriter, loc);
+    Value validRows = c(layout.rows), validCols = c(layout.cols);
+    if (bounds) {
+      validRows = arith::TruncIOp::create(rewriter, loc, i32, validLanes(rewriter, loc, *bounds, 0, layout.rows));
+      validCols = arith::TruncIOp::create(rewriter, loc, i32, validLanes(rewriter, loc, *bounds, 1, layout.cols));
+    }
+    Value base = offsetBase(rewriter, loc, *lanes, element);
+    Value rowStride = lanes->strides[0].materialize(rewriter, loc, remap);
+    int64_t piecesPerRow = chunkCols / per16, pieces = layout.rows * piecesPerRow;
+    auto pieceType = VectorType::get({per16}, element);
     for (int64_t first = 0; first < pieces; first += dist.threads) {
       Value piece = arith::AddIOp::create(rewriter, loc, dist.threadId, c(first));
       Value row = arith::DivUIOp::create(rewriter, loc, piece, c(piecesPerRow));
@@ -146,6 +211,19 @@ bool mlir::tile::gpu_lowering::storeThroughShared(StoreOp op, Value value, Conve
         scf::YieldOp::create(b, l);
       });
     }
+  }
+  if (bulkStore) {
+    // The block may leave (or its last tile's staging area be reused) only once the copy
+    // engine has read what it stores; a persistent kernel waits once, after its walk.
+    OpBuilder::InsertionGuard guard(rewriter);
+    if (dist.persistent)
+      if (auto walk = op->getParentOfType<scf::ForOp>())
+        rewriter.setInsertionPointAfter(walk);
+    Value first = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, dist.threadId, c(0));
+    scf::IfOp::create(rewriter, loc, first, [&](OpBuilder &b, Location l) {
+      inlinePtx(b, l, "cp.async.bulk.wait_group.read 0;", 0, "", {}, {});
+      scf::YieldOp::create(b, l);
+    });
   }
   return true;
 }

@@ -604,6 +604,26 @@ int64_t wavesFor(func::FuncOp kernel, Distribution dist) {
   return fits ? waves : configured;
 }
 
+/// Drops the tensor-map parameters (from `firstMap` on: a, b, c) that no lowering
+/// recorded, and orders the records as the parameters that stay.
+LogicalResult keepReadTensorMaps(gpu::GPUFuncOp func, unsigned firstMap) {
+  SmallVector<DictionaryAttr> read;
+  if (auto recorded = func->getAttrOfType<ArrayAttr>(kTensorMapsAttrName))
+    for (Attribute map : recorded)
+      read.push_back(cast<DictionaryAttr>(map));
+  auto operandOf = [](DictionaryAttr map) { return cast<IntegerAttr>(map.get("operand")).getInt(); };
+  llvm::sort(read, [&](DictionaryAttr x, DictionaryAttr y) { return operandOf(x) < operandOf(y); });
+  llvm::BitVector unread(func.getNumArguments());
+  unread.set(firstMap, func.getNumArguments());
+  for (DictionaryAttr map : read)
+    unread.reset(firstMap + operandOf(map));
+  if (failed(func.eraseArguments(unread)))
+    return failure();
+  if (!read.empty())
+    func->setAttr(kTensorMapsAttrName, ArrayAttr::get(func.getContext(), SmallVector<Attribute>(read.begin(), read.end())));
+  return success();
+}
+
 struct ConvertTileToGPUPass : mlir::tile::impl::ConvertTileToGPUBase<ConvertTileToGPUPass> {
   using ConvertTileToGPUBase::ConvertTileToGPUBase;
 
@@ -721,7 +741,7 @@ struct ConvertTileToGPUPass : mlir::tile::impl::ConvertTileToGPUBase<ConvertTile
       bool mayTakeMaps = dist.warpgroupMma && numStages > 1;
       if (mayTakeMaps) {
         auto pointer = LLVM::LLVMPointerType::get(ctx);
-        for (unsigned i = 0; i < 2; ++i) {
+        for (unsigned i = 0; i < 3; ++i) {
           if (failed(func.insertArgument(firstMap + i, pointer, DictionaryAttr::get(ctx), func.getLoc())))
             return signalPassFailure();
           dist.tensorMaps[i] = func.getArgument(firstMap + i);
@@ -755,9 +775,8 @@ struct ConvertTileToGPUPass : mlir::tile::impl::ConvertTileToGPUBase<ConvertTile
       scf::populateSCFStructuralTypeConversionsAndLegality(converter, patterns, target);
       if (failed(applyPartialConversion(func, target, std::move(patterns))))
         return signalPassFailure();
-      if (mayTakeMaps && !func->hasAttr(kTensorMapsAttrName))
-        if (failed(func.eraseArguments(llvm::BitVector(func.getNumArguments()).set(firstMap, firstMap + 2))))
-          return signalPassFailure();
+      if (mayTakeMaps && failed(keepReadTensorMaps(func, firstMap)))
+        return signalPassFailure();
       prefetchFirstFragments(func);
       waitAfterWarpgroupLoops(func);
       if (splitProducerWarpgroup(func, dist.threadId, threads, dist.arch))
