@@ -73,6 +73,10 @@ RANK = textwrap.dedent('''
         json.dump({"pieces": pieces, "loss": first, "eager_loss": reference,
                    "grad_error": grad_error, "after_first": after_first,
                    "after_second": after_second}, out)
+    # Gloo's work objects of the last step, and the DDP wrappers' hooks, go before the
+    # group: a group torn down under them can abort the process at exit.
+    del compiled, ddp, eager
+    dist.barrier()
     dist.destroy_process_group()
 ''')
 
