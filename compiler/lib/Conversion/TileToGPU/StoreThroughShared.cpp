@@ -80,34 +80,29 @@ bool mlir::tile::gpu_lowering::storeThroughShared(StoreOp op, Value value, Conve
   bool mapTaken = recordedMaps && llvm::any_of(recordedMaps, [](Attribute map) {
                     return cast<IntegerAttr>(cast<DictionaryAttr>(map).get("operand")).getInt() == 2;
                   });
-  bool bulk = dist.tensorMaps[2] && !mapTaken && bytes == 2 && bounds &&
-              dist.pointerRanges.bitsOf(lanes->basePtr) <= 32 && layout.cols % 64 == 0;
-  int64_t alignment = bulk ? 1024 : 16;
+  std::optional<BulkCopyOperand> bulkStore;
+  if (dist.tensorMaps[2] && !mapTaken && bytes == 2 && bounds && dist.pointerRanges.bitsOf(lanes->basePtr) <= 32)
+    bulkStore = bulkCopyOperand(StagedOperand{*lanes, *bounds}, warpgroupSharedLayout(layout.rows, layout.cols, bytes),
+                                1, bytes, dist.tensorMaps[2]);
+  int64_t alignment = bulkStore ? 1024 : 16;
   int64_t offset = dist.persistent ? (used + alignment - 1) / alignment * alignment : 0;
   // A persistent kernel's producer already copies the next tile into the K loop's
   // buffers: the staging area follows them, and where the whole tile does not fit
   // beside them it goes through in column chunks (each wave holding whole columns of
-  // its rows, so which of its elements a chunk takes is known here).
+  // its rows, so which of its elements a chunk takes is known here; a bulk store's
+  // chunks are whole boxes).
   int64_t chunks = 1;
-  int64_t pad = bulk ? 0 : per16, unit = bulk ? 64 : std::max(per16, layout.tile.tileN);
+  int64_t pad = bulkStore ? 0 : per16;
+  int64_t unit = bulkStore ? bulkStore->boxInner : std::max(per16, layout.tile.tileN);
   auto stagedBytes = [&](int64_t parts) { return layout.rows * (layout.cols / parts + pad) * bytes; };
   while (dist.persistent && offset + stagedBytes(chunks) > int64_t(dist.arch.ldsBytes) && layout.warpsN == 1 &&
          (layout.cols / (2 * chunks)) % unit == 0 && (layout.cols / (2 * chunks)) % layout.tile.tileN == 0)
     chunks *= 2;
   int64_t chunkCols = layout.cols / chunks;
-  std::optional<BulkCopyOperand> bulkStore;
   SharedLayout swizzled = warpgroupSharedLayout(layout.rows, chunkCols, bytes);
-  if (bulk) {
-    bulkStore = bulkCopyOperand(StagedOperand{*lanes, *bounds}, swizzled, 1, bytes, dist.tensorMaps[2]);
-    if (bulkStore)
-      recordTensorMap(rewriter, op, 2, *bulkStore, element);
-  }
-  if (!bulkStore) {
-    pad = per16;
-    if (alignment != 16) {
-      alignment = 16;
-      offset = dist.persistent ? (used + 15) / 16 * 16 : 0;
-    }
+  if (bulkStore) {
+    bulkStore->boxes /= chunks; // per chunk
+    recordTensorMap(rewriter, op, 2, *bulkStore, element);
   }
   // Padded rows (the thread-store path): the 8 rows a warp writes at once start 4 banks
   // apart.
@@ -134,9 +129,11 @@ bool mlir::tile::gpu_lowering::storeThroughShared(StoreOp op, Value value, Conve
     return elementAt(b, l, arith::AddIOp::create(b, l, arith::MulIOp::create(b, l, row, i32Constant(b, l, pitch)), col));
   };
   auto remap = [&](Value v) { return rewriter.getRemappedValue(v); };
-  Value isFirstThread = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, dist.threadId, c(0));
+  auto isFirstThread = [&] {
+    return arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, dist.threadId, c(0)).getResult();
+  };
   auto onFirstThread = [&](StringRef ptx) {
-    scf::IfOp::create(rewriter, loc, isFirstThread, [&](OpBuilder &b, Location l) {
+    scf::IfOp::create(rewriter, loc, isFirstThread(), [&](OpBuilder &b, Location l) {
       inlinePtx(b, l, ptx, 0, "", {}, {});
       scf::YieldOp::create(b, l);
     });
@@ -165,7 +162,7 @@ bool mlir::tile::gpu_lowering::storeThroughShared(StoreOp op, Value value, Conve
       const BulkCopyOperand &store = *bulkStore;
       Value inner = arith::TruncIOp::create(rewriter, loc, i32, store.inner.materialize(rewriter, loc, remap));
       Value outer = arith::TruncIOp::create(rewriter, loc, i32, store.outer.materialize(rewriter, loc, remap));
-      scf::IfOp::create(rewriter, loc, isFirstThread, [&](OpBuilder &b, Location l) {
+      scf::IfOp::create(rewriter, loc, isFirstThread(), [&](OpBuilder &b, Location l) {
         for (int64_t box = 0; box < store.boxes; ++box) {
           Value boxInner = arith::AddIOp::create(b, l, inner, i32Constant(b, l, firstCol + box * store.boxInner));
           inlinePtx(b, l, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$0, {$1, $2}], [$3];", 0,
@@ -219,11 +216,7 @@ bool mlir::tile::gpu_lowering::storeThroughShared(StoreOp op, Value value, Conve
     if (dist.persistent)
       if (auto walk = op->getParentOfType<scf::ForOp>())
         rewriter.setInsertionPointAfter(walk);
-    Value first = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, dist.threadId, c(0));
-    scf::IfOp::create(rewriter, loc, first, [&](OpBuilder &b, Location l) {
-      inlinePtx(b, l, "cp.async.bulk.wait_group.read 0;", 0, "", {}, {});
-      scf::YieldOp::create(b, l);
-    });
+    onFirstThread("cp.async.bulk.wait_group.read 0;");
   }
   return true;
 }
