@@ -2,6 +2,11 @@
 against its own choices (ATen, the C++ or Triton templates) and keeps it only where it is
 faster. Installed by torch_tile.inductor.install().
 
+The fused tile.matmul_leaky_relu is autotuned the other way round: where the fusion pass
+formed it, max-autotune times tile's kernel against what Inductor itself makes of the
+pattern (its own GEMM, autotuned, with leaky_relu as an epilogue its templates may fuse),
+and inlines the latter where it wins (Inductor's custom-op autotuning).
+
 The hook is InductorChoices.get_template_configs, which Inductor's mm lowering
 (torch/_inductor/kernel/mm.py, tuned_mm) calls once with op_name "mm" for the choices it
 then autotunes. Its addmm lowering (tuned_addmm) calls it once per family of choices with
@@ -10,6 +15,7 @@ epilogue (a Linear with its bias), where the bias is one row broadcast over M.
 """
 
 import torch
+import torch.nn.functional as F
 from torch._inductor import config
 from torch._inductor.choices import InductorChoices
 from torch._inductor.custom_graph_pass import get_hash_for_files
@@ -97,3 +103,25 @@ class TileGemmChoices(InductorChoices):
 
     def uuid(self) -> bytes:
         return get_hash_for_files((__file__, graph_rewrites.__file__))
+
+
+def matmul_leaky_relu_by_inductor(a, b, negative_slope=0.01, *, out_dtype=None):
+    """tile.matmul_leaky_relu as Inductor's own ops: a GEMM, then leaky_relu."""
+    out = F.leaky_relu(torch.mm(a, b), negative_slope)
+    return out if out_dtype is None else out.to(out_dtype)
+
+
+def fused_op_lowering(autotuned):
+    """A lowering of tile.matmul_leaky_relu that autotunes it (`autotuned`, Inductor's
+    custom-op autotuning lowering) where max-autotune offers tile's GEMMs, for the calls
+    whose output has the inputs' dtype and no bias; None elsewhere, which leaves the op to
+    Inductor's normal lowering: a call of tile's kernel."""
+    def lowering(*args, **kwargs):
+        if not tile_gemm_enabled() or kwargs.get("bias") is not None or len(args) < 2:
+            return None
+        out_dtype = kwargs.get("out_dtype")
+        if out_dtype is not None and out_dtype != args[0].get_dtype():
+            return None
+        return autotuned(*args, **kwargs)
+
+    return lowering

@@ -264,24 +264,35 @@ class TileRewritePass(CustomGraphPass):
     """
 
     def __init__(self, *, matmul: bool, vector_add_min_elements: dict[str, int] | None = None,
-                 backend_matmul: str | None = None):
+                 backend_matmul: str | None = None, fuse_where_autotuned: bool = False):
         if backend_matmul is not None and backend_matmul not in config.BACKEND_MATMUL_CHOICES:
             raise ValueError(f"backend_matmul must be one of "
                              f"{', '.join(map(repr, config.BACKEND_MATMUL_CHOICES))} or None, "
                              f"got {backend_matmul!r}")
         self.matmul = matmul
         self.vector_add_min_elements = vector_add_min_elements or {}
+        # Where Inductor's max-autotune offers tile's GEMMs, the fused op it forms is timed
+        # against Inductor's own GEMM + leaky_relu (gemm_choices.fused_op_lowering): every
+        # eligible pair is fused, with no verdict, unless backend_matmul is "never".
+        self.fuse_where_autotuned = fuse_where_autotuned
         self.backend_matmul = backend_matmul
 
     def _backend_matmul(self) -> str:
         return self.backend_matmul or config.backend_matmul
+
+    def _fusion_autotuned(self) -> bool:
+        if not self.fuse_where_autotuned:
+            return False
+        from .gemm_choices import tile_gemm_enabled
+        return tile_gemm_enabled()
 
     def __call__(self, graph: torch.fx.Graph) -> None:
         choice = self._backend_matmul()
         counts = {}
         if choice != "never":
             wanted = backend_choice.tile_wins if choice == "auto" else None
-            counts["matmul_leaky_relu"] = fuse_matmul_leaky_relu(graph, wanted)
+            counts["matmul_leaky_relu"] = fuse_matmul_leaky_relu(
+                graph, None if self._fusion_autotuned() else wanted)
             if self.matmul:
                 counts["matmul"] = matmul_to_tile(graph, wanted)
         if self.vector_add_min_elements:
@@ -300,7 +311,7 @@ class TileRewritePass(CustomGraphPass):
         choice = self._backend_matmul()
         verdicts = backend_choice.fingerprint() if choice == "auto" else None
         settings = repr((self.matmul, sorted(self.vector_add_min_elements.items()), choice,
-                         verdicts))
+                         verdicts, self._fusion_autotuned()))
         return get_hash_for_files((__file__, backend_choice.__file__), extra=settings)
 
 

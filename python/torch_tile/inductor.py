@@ -11,7 +11,10 @@ install() changes Inductor's config for this process:
   to max-autotune's GEMM benchmarking while max_autotune or max_autotune_gemm is on and
   "TILE" is in max_autotune_gemm_backends;
 - "TILE" joins max_autotune_gemm_backends, unless TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS
-  chose that list.
+  chose that list;
+- under that same max-autotune, the fusion forms tile.matmul_leaky_relu wherever it is
+  eligible, and the op's lowering times tile's kernel against Inductor's own GEMM with
+  leaky_relu as its (fusable) epilogue, keeping the faster (gemm_choices.fused_op_lowering).
 uninstall() puts back what install() found. This module imports no Inductor code until
 install() runs, so `import torch_tile` stays as fast without TILE_INDUCTOR.
 """
@@ -45,7 +48,7 @@ def install() -> None:
     # obeys the same backend_matmul and verdicts: read at each compile, as this pass stays
     # installed across config changes. max-autotune's tile.matmul needs no verdict:
     # Inductor times it against its own GEMMs and keeps the faster.
-    fusion = TileRewritePass(matmul=False)
+    fusion = TileRewritePass(matmul=False, fuse_where_autotuned=True)
     config.post_grad_custom_post_pass = chain_after(config.post_grad_custom_post_pass, fusion)
     if config.inductor_choices_class is None:
         config.inductor_choices_class = TileGemmChoices
@@ -59,6 +62,26 @@ def install() -> None:
     if ("TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS" not in os.environ
             and TILE_GEMM_BACKEND not in gemm_backends()):
         config.max_autotune_gemm_backends += f",{TILE_GEMM_BACKEND}"
+    _install_fused_op_autotuning()
+
+
+def _install_fused_op_autotuning() -> None:
+    """Registers the autotuning lowering of tile.matmul_leaky_relu (torch 2.13's custom-op
+    autotuning; older Inductors keep the op as a call of tile's kernel)."""
+    import torch
+    from torch._inductor.lowering import user_lowerings
+
+    from .gemm_choices import fused_op_lowering, matmul_leaky_relu_by_inductor
+    try:
+        from torch._inductor.kernel.custom_op import (CustomOpConfig,
+                                                      register_custom_op_autotuning)
+    except ImportError:
+        return
+    op = torch.ops.tile.matmul_leaky_relu.default
+    _replaced["fused_op_lowering"] = user_lowerings.get(op)
+    register_custom_op_autotuning(op, configs=[CustomOpConfig(matmul_leaky_relu_by_inductor)],
+                                  name="tile_matmul_leaky_relu")
+    user_lowerings[op] = fused_op_lowering(user_lowerings[op])
 
 
 def uninstall() -> None:
@@ -71,6 +94,16 @@ def uninstall() -> None:
 
     replaced, _replaced = _replaced, None
     V.set_choices_handler(replaced.pop("choices_handler"))
+    if "fused_op_lowering" in replaced:
+        import torch
+        from torch._inductor.lowering import user_lowerings
+
+        op = torch.ops.tile.matmul_leaky_relu.default
+        previous = replaced.pop("fused_op_lowering")
+        if previous is None:
+            user_lowerings.pop(op, None)
+        else:
+            user_lowerings[op] = previous
     for name, value in replaced.items():
         setattr(config, name, value)
 

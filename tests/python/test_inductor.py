@@ -1,6 +1,7 @@
 """torch_tile.inductor.install(): the default Inductor backend fuses mm + leaky_relu into
 tile.matmul_leaky_relu, and max-autotune benchmarks tile.matmul beside its own GEMMs when
-its config asks for it; uninstall() restores Inductor's config.
+its config asks for it, and the fused op against Inductor's own GEMM + leaky_relu;
+uninstall() restores Inductor's config.
 """
 
 import os
@@ -150,6 +151,60 @@ def test_tile_matmul_is_offered_only_when_asked_for(benchmarked, patches):
     assert relative_error(got, (a @ b).relu()) < 1e-5
     assert "tile_matmul" not in benchmarked.get("mm", [])
     assert "torch.ops.tile" not in code
+
+
+FUSED_CHOICES = "tile_matmul_leaky_relu"
+
+
+def leaky_layer(x, w):
+    return F.leaky_relu(x @ w, 0.2)
+
+
+def test_max_autotune_times_the_fused_op_against_inductors_own(benchmarked):
+    """Where the verdict would leave the GEMM on aten, max-autotune still forms the fused
+    op and times tile's kernel against Inductor's GEMM + leaky_relu."""
+    from torch_tile import runtime
+
+    torch_tile.inductor.install()
+    x, w = torch.randn(64, 96), torch.randn(96, 80)
+    try:
+        runtime.set_backend_verdict("matmul_leaky_relu", torch.float32, (64, 80, 96), "aten")
+        with torch_tile.config.patch(backend_matmul="auto"), config.patch(max_autotune=True):
+            got = torch.compile(leaky_layer)(x, w)
+    finally:
+        runtime.clear_backend_verdicts()
+    assert relative_error(got, leaky_layer(x, w)) < 1e-5
+    choices = benchmarked[FUSED_CHOICES]
+    assert f"{FUSED_CHOICES}_fallback" in choices, choices  # tile's fused kernel
+    assert any("matmul_leaky_relu_by_inductor" in name for name in choices), choices
+
+
+@pytest.mark.parametrize("inductors_wins", [True, False], ids=["inductor-wins", "tile-wins"])
+def test_either_outcome_of_the_fused_op_timing_computes_the_same(inductors_wins):
+    torch_tile.inductor.install()
+    x, w = torch.randn(48, 72), torch.randn(72, 40)
+    with config.patch({"max_autotune": True,
+                       "test_configs.force_custom_op_decomposition": inductors_wins}):
+        got, codes = run_and_get_code(torch.compile(leaky_layer), x, w)
+    assert relative_error(got, leaky_layer(x, w)) < 1e-5
+    # The graph's own code is the last; the others were compiled to time a choice.
+    calls_fused = "torch.ops.tile.matmul_leaky_relu.default(" in codes[-1]
+    assert calls_fused != inductors_wins, codes[-1]
+
+
+def test_the_fused_op_is_timed_only_under_max_autotune_and_uninstall_drops_it(benchmarked):
+    from torch._inductor.lowering import user_lowerings
+
+    torch_tile.inductor.install()
+    assert torch.ops.tile.matmul_leaky_relu.default in user_lowerings
+    x, w = torch.randn(40, 24), torch.randn(24, 56)
+    with torch_tile.config.patch(backend_matmul="always"):
+        got, (code,) = run_and_get_code(torch.compile(leaky_layer), x, w)
+    assert relative_error(got, leaky_layer(x, w)) < 1e-5
+    assert "torch.ops.tile.matmul_leaky_relu.default(" in code
+    assert FUSED_CHOICES not in benchmarked
+    torch_tile.inductor.uninstall()
+    assert torch.ops.tile.matmul_leaky_relu.default not in user_lowerings
 
 
 def test_import_installs_the_hooks_when_asked():
