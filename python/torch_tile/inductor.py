@@ -78,9 +78,15 @@ def _install_fused_op_autotuning() -> None:
     except ImportError:
         return
     op = torch.ops.tile.matmul_leaky_relu.default
-    _replaced["fused_op_lowering"] = user_lowerings.get(op)
-    register_custom_op_autotuning(op, configs=[CustomOpConfig(matmul_leaky_relu_by_inductor)],
-                                  name="tile_matmul_leaky_relu")
+    previous = user_lowerings.get(op)
+    try:
+        register_custom_op_autotuning(op, configs=[CustomOpConfig(matmul_leaky_relu_by_inductor)],
+                                      name="tile_matmul_leaky_relu")
+    except (TypeError, ValueError) as error:  # an Inductor whose API differs
+        warnings.warn(f"torch_tile: max-autotune will not time tile.matmul_leaky_relu against "
+                      f"Inductor's own GEMM: {error}")
+        return
+    _replaced["fused_op_lowering"] = previous
     user_lowerings[op] = fused_op_lowering(user_lowerings[op])
 
 
