@@ -146,14 +146,17 @@ def _runtime_slope(scale):
     return source
 
 
-def fuse_matmul_leaky_relu(graph: torch.fx.Graph, wanted: GemmFilter = None) -> int:
+def fuse_matmul_leaky_relu(graph: torch.fx.Graph, wanted: GemmFilter = None,
+                           timed_without_bias: bool = False) -> int:
     """leaky_relu(mm(a, b)) -> tile.matmul_leaky_relu(a, b), and leaky_relu(addmm(bias, a,
     b)) (a Linear with its bias) -> tile.matmul_leaky_relu(a, b, bias=bias); returns how
     many were fused.
 
-    Only where nothing else reads the GEMM's output, and `wanted` accepts it. The backward's
-    mask gt(x, 0) may read the fused output instead when slope >= 0: the output is then > 0
-    exactly where x is.
+    Only where nothing else reads the GEMM's output, and `wanted` accepts it; with
+    `timed_without_bias` (Inductor's max-autotune times the fused op against its own GEMM
+    where it has no bias), a pair without a bias regardless. The backward's mask gt(x, 0)
+    may read the fused output instead when slope >= 0: the output is then > 0 exactly where
+    x is.
     """
     fused_count = 0
     for where in list(graph.nodes):
@@ -174,7 +177,8 @@ def fuse_matmul_leaky_relu(graph: torch.fx.Graph, wanted: GemmFilter = None) -> 
         # A slope that is a graph input has no sign when compiling.
         if masks_read_elsewhere and (runtime or slope < 0):
             continue
-        if wanted is not None and not wanted("matmul_leaky_relu", _val(a), _val(b)):
+        timed = timed_without_bias and bias is None and not runtime
+        if wanted is not None and not timed and not wanted("matmul_leaky_relu", _val(a), _val(b)):
             continue
         # A slope that is a graph input is read by the kernel's call, from its 0-d tensor,
         # at run time: no value of it compiles again.
@@ -271,9 +275,10 @@ class TileRewritePass(CustomGraphPass):
                              f"got {backend_matmul!r}")
         self.matmul = matmul
         self.vector_add_min_elements = vector_add_min_elements or {}
-        # Where Inductor's max-autotune offers tile's GEMMs, the fused op it forms is timed
-        # against Inductor's own GEMM + leaky_relu (gemm_choices.fused_op_lowering): every
-        # eligible pair is fused, with no verdict, unless backend_matmul is "never".
+        # Where Inductor's max-autotune offers tile's GEMMs, the fused op without a bias
+        # (and with a constant slope) is timed against Inductor's own GEMM + leaky_relu
+        # (gemm_choices.fused_op_lowering): every such pair is fused, with no verdict,
+        # unless backend_matmul is "never"; the others keep the verdicts.
         self.fuse_where_autotuned = fuse_where_autotuned
         self.backend_matmul = backend_matmul
 
@@ -292,7 +297,7 @@ class TileRewritePass(CustomGraphPass):
         if choice != "never":
             wanted = backend_choice.tile_wins if choice == "auto" else None
             counts["matmul_leaky_relu"] = fuse_matmul_leaky_relu(
-                graph, None if self._fusion_autotuned() else wanted)
+                graph, wanted, timed_without_bias=self._fusion_autotuned())
             if self.matmul:
                 counts["matmul"] = matmul_to_tile(graph, wanted)
         if self.vector_add_min_elements:

@@ -12,9 +12,10 @@ install() changes Inductor's config for this process:
   "TILE" is in max_autotune_gemm_backends;
 - "TILE" joins max_autotune_gemm_backends, unless TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS
   chose that list;
-- under that same max-autotune, the fusion forms tile.matmul_leaky_relu wherever it is
-  eligible, and the op's lowering times tile's kernel against Inductor's own GEMM with
-  leaky_relu as its (fusable) epilogue, keeping the faster (gemm_choices.fused_op_lowering).
+- under that same max-autotune, the fusion forms tile.matmul_leaky_relu (without a bias)
+  wherever it is eligible, and the op's lowering times tile's kernel against Inductor's own
+  GEMM with leaky_relu as its (fusable) epilogue, keeping the faster
+  (gemm_choices.fused_op_lowering).
 uninstall() puts back what install() found. This module imports no Inductor code until
 install() runs, so `import torch_tile` stays as fast without TILE_INDUCTOR.
 """

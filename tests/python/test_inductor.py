@@ -179,6 +179,31 @@ def test_max_autotune_times_the_fused_op_against_inductors_own(benchmarked):
     assert any("matmul_leaky_relu_by_inductor" in name for name in choices), choices
 
 
+def test_a_linear_with_bias_keeps_the_verdict_under_max_autotune(benchmarked):
+    """The timing takes no bias: a Linear with its bias, then leaky_relu, is fused only
+    where the verdict says tile, and its GEMM is left to Inductor's autotuning otherwise."""
+    from torch_tile import runtime
+
+    torch_tile.inductor.install()
+    x, w, bias = torch.randn(64, 96), torch.randn(80, 96), torch.randn(80)
+
+    def layer(x, w, bias):
+        return F.leaky_relu(F.linear(x, w, bias), 0.2)
+
+    try:
+        runtime.set_backend_verdict("matmul_leaky_relu", torch.float32, (64, 80, 96), "aten",
+                                    layout="NT")
+        with torch_tile.config.patch(backend_matmul="auto"), config.patch(max_autotune=True):
+            got, codes = run_and_get_code(torch.compile(layer), x, w, bias)
+        assert runtime.backend_verdict_stats()["timed"] == 0, "the pinned verdict decided"
+    finally:
+        runtime.clear_backend_verdicts()
+    assert relative_error(got, layer(x, w, bias)) < 1e-5
+    assert "torch.ops.tile.matmul_leaky_relu" not in codes[-1]
+    assert FUSED_CHOICES not in benchmarked
+    assert "addmm" in benchmarked
+
+
 @pytest.mark.parametrize("inductors_wins", [True, False], ids=["inductor-wins", "tile-wins"])
 def test_either_outcome_of_the_fused_op_timing_computes_the_same(inductors_wins):
     torch_tile.inductor.install()
