@@ -81,7 +81,9 @@ bool mlir::tile::gpu_lowering::storeThroughShared(StoreOp op, Value value, Conve
                     return cast<IntegerAttr>(cast<DictionaryAttr>(map).get("operand")).getInt() == 2;
                   });
   std::optional<BulkCopyOperand> bulkStore;
-  if (dist.tensorMaps[2] && !mapTaken && bytes == 2 && bounds && dist.pointerRanges.bitsOf(lanes->basePtr) <= 32)
+  // (Tiles of whole 128-byte rows: the swizzle the GPU runs have covered.)
+  if (dist.tensorMaps[2] && !mapTaken && bytes == 2 && bounds && layout.cols % 64 == 0 &&
+      dist.pointerRanges.bitsOf(lanes->basePtr) <= 32)
     bulkStore = bulkCopyOperand(StagedOperand{*lanes, *bounds}, warpgroupSharedLayout(layout.rows, layout.cols, bytes),
                                 1, bytes, dist.tensorMaps[2]);
   int64_t alignment = bulkStore ? 1024 : 16;
