@@ -111,11 +111,18 @@ def matmul_leaky_relu_by_inductor(a, b, negative_slope=0.01, *, out_dtype=None):
     return out if out_dtype is None else out.to(out_dtype)
 
 
+def matmul_leaky_relu_bias_by_inductor(a, b, bias, negative_slope):
+    """tile_inductor.matmul_leaky_relu_bias as Inductor's own ops: an addmm (the bias one
+    row, broadcast over M), then leaky_relu."""
+    return F.leaky_relu(torch.addmm(bias, a, b), negative_slope)
+
+
 def fused_op_lowering(autotuned):
-    """A lowering of tile.matmul_leaky_relu that autotunes it (`autotuned`, Inductor's
-    custom-op autotuning lowering) where max-autotune offers tile's GEMMs, for the calls
-    whose output has the inputs' dtype and no bias; None elsewhere, which leaves the op to
-    Inductor's normal lowering: a call of tile's kernel."""
+    """A lowering of a fused matmul + leaky_relu op that autotunes it (`autotuned`,
+    Inductor's custom-op autotuning lowering) where max-autotune offers tile's GEMMs, for
+    the calls whose output has the inputs' dtype and whose bias, if any, is positional;
+    None elsewhere, which leaves the op to Inductor's normal lowering: a call of tile's
+    kernel."""
     def lowering(*args, **kwargs):
         if not tile_gemm_enabled() or kwargs.get("bias") is not None or len(args) < 2:
             return None

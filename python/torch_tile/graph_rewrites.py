@@ -26,10 +26,11 @@ from torch._prims_common import is_contiguous_or_false
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 from torch.fx.experimental.symbolic_shapes import statically_known_true, sym_eq
 
-from . import backend_choice, config
+from . import backend_choice, config, ops  # noqa: F401  (ops defines tile_inductor's op)
 
 aten = torch.ops.aten
 tile = torch.ops.tile
+tile_inductor = torch.ops.tile_inductor
 log = logging.getLogger(__name__)
 
 # What the tile kernels take, other than int8 (which aten graphs express as _int_mm; left
@@ -54,7 +55,8 @@ GemmFilter = Callable[[str, torch.Tensor, torch.Tensor], bool] | None
 
 # Kernels Inductor calls as they are: no pointwise kernel fuses into their inputs or outputs.
 _TILE_OPS = (tile.matmul.default, tile.matmul_leaky_relu.default,
-             tile.matmul_leaky_relu.Tensor, tile.vector_add.default)
+             tile.matmul_leaky_relu.Tensor, tile.vector_add.default,
+             tile_inductor.matmul_leaky_relu_bias.default)
 
 
 def _val(node):
@@ -147,16 +149,17 @@ def _runtime_slope(scale):
 
 
 def fuse_matmul_leaky_relu(graph: torch.fx.Graph, wanted: GemmFilter = None,
-                           timed_without_bias: bool = False) -> int:
+                           timed: bool = False) -> int:
     """leaky_relu(mm(a, b)) -> tile.matmul_leaky_relu(a, b), and leaky_relu(addmm(bias, a,
     b)) (a Linear with its bias) -> tile.matmul_leaky_relu(a, b, bias=bias); returns how
     many were fused.
 
-    Only where nothing else reads the GEMM's output, and `wanted` accepts it; with
-    `timed_without_bias` (Inductor's max-autotune times the fused op against its own GEMM
-    where it has no bias), a pair without a bias regardless. The backward's mask gt(x, 0)
-    may read the fused output instead when slope >= 0: the output is then > 0 exactly where
-    x is.
+    Only where nothing else reads the GEMM's output, and `wanted` accepts it; with `timed`
+    (Inductor's max-autotune then times the fused op against its own GEMM + leaky_relu), a
+    pair with a constant slope regardless, its bias passed positionally
+    (tile_inductor.matmul_leaky_relu_bias, the form that timing takes). The backward's mask
+    gt(x, 0) may read the fused output instead when slope >= 0: the output is then > 0
+    exactly where x is.
     """
     fused_count = 0
     for where in list(graph.nodes):
@@ -177,13 +180,16 @@ def fuse_matmul_leaky_relu(graph: torch.fx.Graph, wanted: GemmFilter = None,
         # A slope that is a graph input has no sign when compiling.
         if masks_read_elsewhere and (runtime or slope < 0):
             continue
-        timed = timed_without_bias and bias is None and not runtime
-        if wanted is not None and not timed and not wanted("matmul_leaky_relu", _val(a), _val(b)):
+        timed_here = timed and not runtime
+        if wanted is not None and not timed_here and not wanted("matmul_leaky_relu", _val(a), _val(b)):
             continue
         # A slope that is a graph input is read by the kernel's call, from its 0-d tensor,
         # at run time: no value of it compiles again.
         op = tile.matmul_leaky_relu.Tensor if runtime else tile.matmul_leaky_relu.default
-        fused = _insert_after(x, op, (a, b, slope), {} if bias is None else {"bias": bias})
+        if timed_here and bias is not None:
+            fused = _insert_after(x, tile_inductor.matmul_leaky_relu_bias.default, (a, b, bias, slope))
+        else:
+            fused = _insert_after(x, op, (a, b, slope), {} if bias is None else {"bias": bias})
         where.replace_all_uses_with(fused)
         graph.erase_node(where)
         graph.erase_node(scaled)
@@ -275,10 +281,10 @@ class TileRewritePass(CustomGraphPass):
                              f"got {backend_matmul!r}")
         self.matmul = matmul
         self.vector_add_min_elements = vector_add_min_elements or {}
-        # Where Inductor's max-autotune offers tile's GEMMs, the fused op without a bias
-        # (and with a constant slope) is timed against Inductor's own GEMM + leaky_relu
+        # Where Inductor's max-autotune offers tile's GEMMs, the fused op with a constant
+        # slope is timed against Inductor's own GEMM + leaky_relu
         # (gemm_choices.fused_op_lowering): every such pair is fused, with no verdict,
-        # unless backend_matmul is "never"; the others keep the verdicts.
+        # unless backend_matmul is "never"; one with a run-time slope keeps the verdicts.
         self.fuse_where_autotuned = fuse_where_autotuned
         self.backend_matmul = backend_matmul
 
@@ -297,7 +303,7 @@ class TileRewritePass(CustomGraphPass):
         if choice != "never":
             wanted = backend_choice.tile_wins if choice == "auto" else None
             counts["matmul_leaky_relu"] = fuse_matmul_leaky_relu(
-                graph, wanted, timed_without_bias=self._fusion_autotuned())
+                graph, wanted, timed=self._fusion_autotuned())
             if self.matmul:
                 counts["matmul"] = matmul_to_tile(graph, wanted)
         if self.vector_add_min_elements:

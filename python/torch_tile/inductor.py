@@ -12,10 +12,10 @@ install() changes Inductor's config for this process:
   "TILE" is in max_autotune_gemm_backends;
 - "TILE" joins max_autotune_gemm_backends, unless TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS
   chose that list;
-- under that same max-autotune, the fusion forms tile.matmul_leaky_relu (without a bias)
-  wherever it is eligible, and the op's lowering times tile's kernel against Inductor's own
-  GEMM with leaky_relu as its (fusable) epilogue, keeping the faster
-  (gemm_choices.fused_op_lowering).
+- under that same max-autotune, the fusion forms tile.matmul_leaky_relu (with a bias:
+  tile_inductor.matmul_leaky_relu_bias) wherever it is eligible, and the op's lowering
+  times tile's kernel against Inductor's own GEMM with leaky_relu as its (fusable)
+  epilogue, keeping the faster (gemm_choices.fused_op_lowering).
 uninstall() puts back what install() found. This module imports no Inductor code until
 install() runs, so `import torch_tile` stays as fast without TILE_INDUCTOR.
 """
@@ -66,29 +66,39 @@ def install() -> None:
     _install_fused_op_autotuning()
 
 
-def _install_fused_op_autotuning() -> None:
-    """Registers the autotuning lowering of tile.matmul_leaky_relu (torch 2.13's custom-op
-    autotuning; older Inductors keep the op as a call of tile's kernel)."""
+def _fused_ops():
+    """The fused ops that max-autotune times, each with Inductor's own version of it."""
     import torch
+
+    from .gemm_choices import matmul_leaky_relu_bias_by_inductor, matmul_leaky_relu_by_inductor
+    return ((torch.ops.tile.matmul_leaky_relu.default, matmul_leaky_relu_by_inductor),
+            (torch.ops.tile_inductor.matmul_leaky_relu_bias.default,
+             matmul_leaky_relu_bias_by_inductor))
+
+
+def _install_fused_op_autotuning() -> None:
+    """Registers the autotuning lowerings of the fused ops (torch 2.13's custom-op
+    autotuning; older Inductors keep them as calls of tile's kernel)."""
     from torch._inductor.lowering import user_lowerings
 
-    from .gemm_choices import fused_op_lowering, matmul_leaky_relu_by_inductor
+    from .gemm_choices import fused_op_lowering
     try:
         from torch._inductor.kernel.custom_op import (CustomOpConfig,
                                                       register_custom_op_autotuning)
     except ImportError:
         return
-    op = torch.ops.tile.matmul_leaky_relu.default
-    previous = user_lowerings.get(op)
-    try:
-        register_custom_op_autotuning(op, configs=[CustomOpConfig(matmul_leaky_relu_by_inductor)],
-                                      name="tile_matmul_leaky_relu")
-    except (TypeError, ValueError) as error:  # an Inductor whose API differs
-        warnings.warn(f"torch_tile: max-autotune will not time tile.matmul_leaky_relu against "
-                      f"Inductor's own GEMM: {error}")
-        return
-    _replaced["fused_op_lowering"] = previous
-    user_lowerings[op] = fused_op_lowering(user_lowerings[op])
+    previous = {}
+    for op, by_inductor in _fused_ops():
+        previous[op] = user_lowerings.get(op)
+        try:
+            register_custom_op_autotuning(op, configs=[CustomOpConfig(by_inductor)],
+                                          name=f"tile_{op._opname}")
+        except (TypeError, ValueError) as error:  # an Inductor whose API differs
+            warnings.warn(f"torch_tile: max-autotune will not time {op} against Inductor's "
+                          f"own GEMM: {error}")
+            continue
+        user_lowerings[op] = fused_op_lowering(user_lowerings[op])
+    _replaced["fused_op_lowerings"] = previous
 
 
 def uninstall() -> None:
@@ -101,16 +111,14 @@ def uninstall() -> None:
 
     replaced, _replaced = _replaced, None
     V.set_choices_handler(replaced.pop("choices_handler"))
-    if "fused_op_lowering" in replaced:
-        import torch
+    if "fused_op_lowerings" in replaced:
         from torch._inductor.lowering import user_lowerings
 
-        op = torch.ops.tile.matmul_leaky_relu.default
-        previous = replaced.pop("fused_op_lowering")
-        if previous is None:
-            user_lowerings.pop(op, None)
-        else:
-            user_lowerings[op] = previous
+        for op, previous in replaced.pop("fused_op_lowerings").items():
+            if previous is None:
+                user_lowerings.pop(op, None)
+            else:
+                user_lowerings[op] = previous
     for name, value in replaced.items():
         setattr(config, name, value)
 

@@ -82,3 +82,19 @@ def _matmul_leaky_relu_tensor_slope_fake(a, b, negative_slope, *, out_dtype=None
                  lambda: f"tile::matmul_leaky_relu: negative_slope must be a floating-point "
                          f"tensor, got {negative_slope.dtype}")
     return _matmul_leaky_relu_fake(a, b, out_dtype=out_dtype, bias=bias)
+
+
+# tile.matmul_leaky_relu with its bias as a positional argument: the form in which
+# Inductor's custom-op autotuning (which hands every tensor to the op positionally) can time
+# it against Inductor's own addmm + leaky_relu (gemm_choices, under inductor.install() and
+# max-autotune). Defined here, on `import torch_tile`, so that a cached compiled graph that
+# calls it runs in any process.
+@torch.library.custom_op("tile_inductor::matmul_leaky_relu_bias", mutates_args=())
+def matmul_leaky_relu_bias(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor,
+                           negative_slope: float) -> torch.Tensor:
+    return torch.ops.tile.matmul_leaky_relu(a, b, negative_slope, bias=bias)
+
+
+@matmul_leaky_relu_bias.register_fake
+def _matmul_leaky_relu_bias_fake(a, b, bias, negative_slope):
+    return _matmul_leaky_relu_fake(a, b, negative_slope, bias=bias)

@@ -179,41 +179,46 @@ def test_max_autotune_times_the_fused_op_against_inductors_own(benchmarked):
     assert any("matmul_leaky_relu_by_inductor" in name for name in choices), choices
 
 
-def test_a_linear_with_bias_keeps_the_verdict_under_max_autotune(benchmarked):
-    """The timing takes no bias: a Linear with its bias, then leaky_relu, is fused only
-    where the verdict says tile, and its GEMM is left to Inductor's autotuning otherwise."""
+def linear_leaky_layer(x, w, bias):
+    return F.leaky_relu(F.linear(x, w, bias), 0.2)
+
+
+def test_max_autotune_times_a_linear_with_bias_and_leaky_relu_too(benchmarked):
+    """With a bias the fused op takes it positionally (tile_inductor's form), so that the
+    timing can hand it over; both choices are timed, whatever the verdict."""
     from torch_tile import runtime
 
     torch_tile.inductor.install()
     x, w, bias = torch.randn(64, 96), torch.randn(80, 96), torch.randn(80)
-
-    def layer(x, w, bias):
-        return F.leaky_relu(F.linear(x, w, bias), 0.2)
-
     try:
         runtime.set_backend_verdict("matmul_leaky_relu", torch.float32, (64, 80, 96), "aten",
                                     layout="NT")
         with torch_tile.config.patch(backend_matmul="auto"), config.patch(max_autotune=True):
-            got, codes = run_and_get_code(torch.compile(layer), x, w, bias)
-        assert runtime.backend_verdict_stats()["timed"] == 0, "the pinned verdict decided"
+            got = torch.compile(linear_leaky_layer)(x, w, bias)
+        assert runtime.backend_verdict_stats()["timed"] == 0, "no verdict was needed"
     finally:
         runtime.clear_backend_verdicts()
-    assert relative_error(got, layer(x, w, bias)) < 1e-5
-    assert "torch.ops.tile.matmul_leaky_relu" not in codes[-1]
-    assert FUSED_CHOICES not in benchmarked
-    assert "addmm" in benchmarked
+    assert relative_error(got, linear_leaky_layer(x, w, bias)) < 1e-5
+    choices = benchmarked[f"{FUSED_CHOICES}_bias"]
+    assert "tile_inductor_matmul_leaky_relu_bias_fallback" in choices, choices
+    assert any("matmul_leaky_relu_bias_by_inductor" in name for name in choices), choices
 
 
 @pytest.mark.parametrize("inductors_wins", [True, False], ids=["inductor-wins", "tile-wins"])
-def test_either_outcome_of_the_fused_op_timing_computes_the_same(inductors_wins):
+@pytest.mark.parametrize("with_bias", [False, True], ids=["mm", "linear-with-bias"])
+def test_either_outcome_of_the_fused_op_timing_computes_the_same(inductors_wins, with_bias):
     torch_tile.inductor.install()
-    x, w = torch.randn(48, 72), torch.randn(72, 40)
+    x, w, bias = torch.randn(48, 72), torch.randn(40, 72), torch.randn(40)
+    if with_bias:
+        layer, inputs, fused = linear_leaky_layer, (x, w, bias), "matmul_leaky_relu_bias.default("
+    else:
+        layer, inputs, fused = leaky_layer, (x, w.t()), "tile.matmul_leaky_relu.default("
     with config.patch({"max_autotune": True,
                        "test_configs.force_custom_op_decomposition": inductors_wins}):
-        got, codes = run_and_get_code(torch.compile(leaky_layer), x, w)
-    assert relative_error(got, leaky_layer(x, w)) < 1e-5
+        got, codes = run_and_get_code(torch.compile(layer), *inputs)
+    assert relative_error(got, layer(*inputs)) < 1e-5
     # The graph's own code is the last; the others were compiled to time a choice.
-    calls_fused = "torch.ops.tile.matmul_leaky_relu.default(" in codes[-1]
+    calls_fused = fused in codes[-1]
     assert calls_fused != inductors_wins, codes[-1]
 
 
@@ -230,6 +235,7 @@ def test_the_fused_op_is_timed_only_under_max_autotune_and_uninstall_drops_it(be
     assert FUSED_CHOICES not in benchmarked
     torch_tile.inductor.uninstall()
     assert torch.ops.tile.matmul_leaky_relu.default not in user_lowerings
+    assert torch.ops.tile_inductor.matmul_leaky_relu_bias.default not in user_lowerings
 
 
 def test_import_installs_the_hooks_when_asked():
