@@ -49,7 +49,9 @@ def install() -> None:
     # obeys the same backend_matmul and verdicts: read at each compile, as this pass stays
     # installed across config changes. max-autotune's tile.matmul needs no verdict:
     # Inductor times it against its own GEMMs and keeps the faster.
-    fusion = TileRewritePass(matmul=False, fuse_where_autotuned=True)
+    # Where max-autotune can time the fused ops against Inductor's own lowering, it forms
+    # them without a verdict; an Inductor without that timing keeps the verdicts.
+    fusion = TileRewritePass(matmul=False, fuse_where_autotuned=_install_fused_op_autotuning())
     config.post_grad_custom_post_pass = chain_after(config.post_grad_custom_post_pass, fusion)
     if config.inductor_choices_class is None:
         config.inductor_choices_class = TileGemmChoices
@@ -63,7 +65,6 @@ def install() -> None:
     if ("TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS" not in os.environ
             and TILE_GEMM_BACKEND not in gemm_backends()):
         config.max_autotune_gemm_backends += f",{TILE_GEMM_BACKEND}"
-    _install_fused_op_autotuning()
 
 
 def _fused_ops():
@@ -76,9 +77,10 @@ def _fused_ops():
              matmul_leaky_relu_bias_by_inductor))
 
 
-def _install_fused_op_autotuning() -> None:
+def _install_fused_op_autotuning() -> bool:
     """Registers the autotuning lowerings of the fused ops (torch 2.13's custom-op
-    autotuning; older Inductors keep them as calls of tile's kernel)."""
+    autotuning; older Inductors keep them as calls of tile's kernel); whether every one
+    was registered."""
     from torch._inductor.lowering import user_lowerings
 
     from .gemm_choices import fused_op_lowering
@@ -86,8 +88,9 @@ def _install_fused_op_autotuning() -> None:
         from torch._inductor.kernel.custom_op import (CustomOpConfig,
                                                       register_custom_op_autotuning)
     except ImportError:
-        return
+        return False
     previous = {}
+    timed = True
     for op, by_inductor in _fused_ops():
         previous[op] = user_lowerings.get(op)
         try:
@@ -96,9 +99,11 @@ def _install_fused_op_autotuning() -> None:
         except (TypeError, ValueError) as error:  # an Inductor whose API differs
             warnings.warn(f"torch_tile: max-autotune will not time {op} against Inductor's "
                           f"own GEMM: {error}")
+            timed = False
             continue
         user_lowerings[op] = fused_op_lowering(user_lowerings[op])
     _replaced["fused_op_lowerings"] = previous
+    return timed
 
 
 def uninstall() -> None:

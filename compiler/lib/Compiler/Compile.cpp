@@ -185,9 +185,6 @@ void compileForGpu(mlir::ModuleOp module, const Target &target, const CompileOpt
   module.walk([&](mlir::gpu::GPUModuleOp op) { kernels = op; });
   if (!kernels)
     diagnostics.fail("the GPU lowering produced no gpu.module:");
-  // A tensor map is a 128-byte parameter (64-byte aligned) that the kernel reads in place
-  // (grid constant): the bulk copies take its address. The GPU-to-NVVM lowering keeps no
-  // byval attribute of a gpu.func, so they are set on the LLVM function it made.
   // A kernel of clusters carries their shape (PTX .reqnctapercluster), so that the
   // driver forms them at any launch.
   if (!clusterKernel.empty())
@@ -196,6 +193,9 @@ void compileForGpu(mlir::ModuleOp module, const Target &target, const CompileOpt
         func->setAttr(mlir::NVVM::NVVMDialect::getClusterDimAttrName(),
                       mlir::DenseI32ArrayAttr::get(func.getContext(), {int32_t(binary.clusterCtas), 1, 1}));
     });
+  // A tensor map is a 128-byte parameter (64-byte aligned) that the kernel reads in place
+  // (grid constant): the bulk copies take its address. The GPU-to-NVVM lowering keeps no
+  // byval attribute of a gpu.func, so they are set on the LLVM function it made.
   if (!mapsKernel.empty())
     kernels.walk([&](mlir::LLVM::LLVMFuncOp func) {
       if (func.getName() != mapsKernel)
