@@ -132,6 +132,160 @@ Value addBias(MatmulBuilder &mb, Value acc, Value bias, Value biasStride, Value 
                                     : Value(arith::AddIOp::create(b, loc, acc, values));
 }
 
+/// Stream-K, after CUTLASS's hybrid: where the tiles make more than one wave and the
+/// last is partly filled, the tiles before the last two waves go whole to the programs
+/// in the persistent kernel's strided order (tile p, p + programs, ...: the tiles that
+/// run at once stay neighbours in the grouped order, sharing the L2), and the K steps of
+/// the last two waves' tiles, laid end to end (tile t's are [t * steps, (t + 1) *
+/// steps)), are split evenly over the programs, so that none waits out a partly filled
+/// wave. Each program's share spans at most three tiles, and each tile at most two
+/// shares (a share is more than a tile's steps). The program that runs a tile's first
+/// step finishes it: the one whose share starts inside it ran that part first, left
+/// its partial sum in the workspace and signalled; the finisher adds it once signalled.
+struct StreamKShare {
+  Value program, programs, steps; ///< i64
+  Value units;                    ///< i64: the split tiles' steps
+  Value start, end;               ///< i64: this program's share of them [start, end)
+  Value programIndex;             ///< the program id, of the index type
+  Value tile;                     ///< the walk's tile (index type)
+  Value tileStart;                ///< i64: the tile's first step among the split ones
+  Value kBegin, kEnd;             ///< i64: the tile's steps this program runs (0 .. steps)
+  Value firstStep, endStep;       ///< index type: the K loop's bounds, the program's steps
+  Value stepShift;                ///< index type: loop count - shift = the tile's own step
+
+  /// The walk over program `pid`'s whole tiles, then over the tiles its share of the
+  /// split ones touches; the builder is left in its body.
+  static StreamKShare of(MatmulBuilder &mb, Value pid, Value programs, Value tiles, Value steps) {
+    OpBuilder &b = mb.b;
+    Location loc = mb.loc;
+    StreamKShare s;
+    auto c = [&](int64_t v) { return s.constant(b, loc, v); };
+    auto add = [&](Value x, Value y) { return arith::AddIOp::create(b, loc, x, y).getResult(); };
+    auto sub = [&](Value x, Value y) { return arith::SubIOp::create(b, loc, x, y).getResult(); };
+    auto mul = [&](Value x, Value y) { return arith::MulIOp::create(b, loc, x, y).getResult(); };
+    auto div = [&](Value x, Value y) { return arith::DivSIOp::create(b, loc, x, y).getResult(); };
+    auto less = [&](Value x, Value y) {
+      return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, x, y).getResult();
+    };
+    auto select = [&](Value when, Value x, Value y) { return arith::SelectOp::create(b, loc, when, x, y).getResult(); };
+    s.programIndex = pid;
+    s.program = s.wide(b, loc, pid);
+    s.programs = s.wide(b, loc, programs);
+    // K = 0 still has one (empty, masked) step per tile: its programs store zeros.
+    s.steps = arith::MaxSIOp::create(b, loc, s.wide(b, loc, steps), c(1));
+    Value allTiles = s.wide(b, loc, tiles);
+    Value lastWave = arith::RemSIOp::create(b, loc, allTiles, s.programs);
+    Value splits = arith::AndIOp::create(b, loc, less(s.programs, allTiles),
+                                         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, lastWave, c(0)));
+    Value splitTiles = select(splits, add(lastWave, s.programs), c(0));
+    Value wholeTiles = sub(allTiles, splitTiles);
+    // Whole tiles p, p + programs, ... below wholeTiles.
+    Value wholeCount = select(less(s.program, wholeTiles),
+                              div(add(sub(wholeTiles, s.program), sub(s.programs, c(1))), s.programs), c(0));
+    s.units = mul(splitTiles, s.steps);
+    s.start = s.shareStart(b, loc, s.program);
+    s.end = s.shareStart(b, loc, add(s.program, c(1)));
+    Value firstSplit = div(s.start, s.steps);
+    Value lastSplit = div(add(s.end, sub(s.steps, c(1))), s.steps);
+    Value empty = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, s.start, s.end);
+    Value splitCount = select(empty, c(0), sub(lastSplit, firstSplit));
+    auto walk = scf::ForOp::create(b, loc, mb.constant(0), s.narrow(mb, add(wholeCount, splitCount)), mb.constant(1));
+    b.setInsertionPoint(walk.getBody()->getTerminator());
+    Value item = s.wide(b, loc, walk.getInductionVar());
+    Value whole = less(item, wholeCount);
+    Value splitTile = add(firstSplit, sub(item, wholeCount)); // among the split tiles
+    s.tile = s.narrow(mb, select(whole, add(s.program, mul(item, s.programs)), add(wholeTiles, splitTile)));
+    s.tileStart = mul(splitTile, s.steps);
+    Value from = arith::MaxSIOp::create(b, loc, s.start, s.tileStart);
+    Value to = arith::MinSIOp::create(b, loc, s.end, add(s.tileStart, s.steps));
+    s.kBegin = select(whole, c(0), sub(from, s.tileStart));
+    s.kEnd = select(whole, s.steps, sub(to, s.tileStart));
+    // The program's steps before this tile: its whole tiles', then its share's.
+    Value before = select(whole, mul(item, s.steps), add(mul(wholeCount, s.steps), sub(from, s.start)));
+    s.firstStep = s.narrow(mb, before);
+    s.endStep = s.narrow(mb, add(before, sub(s.kEnd, s.kBegin)));
+    s.stepShift = s.narrow(mb, sub(before, s.kBegin));
+    return s;
+  }
+
+  /// After the tile's K loop (`acc`): the finishing program adds the other programs'
+  /// partial sums and runs `epilogue`; the others store theirs and signal.
+  void finishTile(MatmulBuilder &mb, Value acc, Value workspace, Value flags, int64_t blockM, int64_t blockN,
+                  function_ref<void(Value)> epilogue) const {
+    OpBuilder &b = mb.b;
+    Location loc = mb.loc;
+    auto tilePointers = [&](Value slot) {
+      Value first = arith::MulIOp::create(b, loc, slot, mb.constant(blockM * blockN));
+      Value base = tt::AddPtrOp::create(b, loc, workspace.getType(), workspace, first);
+      return mb.block(base, mb.lanes(mb.constant(0), blockM), mb.constant(blockN), mb.constant(blockM),
+                      mb.lanes(mb.constant(0), blockN), mb.constant(1), mb.constant(blockN))
+          .first;
+    };
+    auto flagOf = [&](Value slot) { return tt::AddPtrOp::create(b, loc, flags.getType(), flags, slot).getResult(); };
+    Value finishes = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, kBegin, constant(b, loc, 0));
+    auto split = scf::IfOp::create(b, loc, finishes, /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(split.thenBlock());
+      // Programs program + 1 .. the one whose share holds the tile's last step started
+      // inside it (where this share stops short of its end); one with an empty share
+      // (more programs than steps) signals nothing.
+      Value tileEnd = arith::AddIOp::create(b, loc, tileStart, steps);
+      Value lastOwner = arith::DivSIOp::create(
+          b, loc,
+          arith::SubIOp::create(b, loc, arith::MulIOp::create(b, loc, tileEnd, programs), constant(b, loc, 1)),
+          arith::MaxSIOp::create(b, loc, units, constant(b, loc, 1)));
+      Value next = arith::AddIOp::create(b, loc, program, constant(b, loc, 1));
+      Value shortOfEnd = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, kEnd, steps);
+      Value stop = arith::SelectOp::create(b, loc, shortOfEnd,
+                                           arith::AddIOp::create(b, loc, lastOwner, constant(b, loc, 1)), next);
+      auto others = scf::ForOp::create(b, loc, narrow(mb, next), narrow(mb, stop), mb.constant(1), ValueRange{acc});
+      {
+        OpBuilder::InsertionGuard inner(b);
+        b.setInsertionPointToStart(others.getBody());
+        Value other = others.getInductionVar();
+        Value otherWide = wide(b, loc, other);
+        Value holds = arith::CmpIOp::create(
+            b, loc, arith::CmpIPredicate::slt, shareStart(b, loc, otherWide),
+            shareStart(b, loc, arith::AddIOp::create(b, loc, otherWide, constant(b, loc, 1))));
+        Value sum = others.getRegionIterArg(0);
+        auto added = scf::IfOp::create(
+            b, loc, holds,
+            [&](OpBuilder &b, Location loc) {
+              tt::WaitFlagOp::create(b, loc, flagOf(other));
+              Value partial = tt::LoadOp::create(b, loc, tilePointers(other));
+              Value total = isa<FloatType>(cast<RankedTensorType>(sum.getType()).getElementType())
+                                ? Value(arith::AddFOp::create(b, loc, sum, partial))
+                                : Value(arith::AddIOp::create(b, loc, sum, partial));
+              scf::YieldOp::create(b, loc, total);
+            },
+            [&](OpBuilder &b, Location loc) { scf::YieldOp::create(b, loc, sum); });
+        scf::YieldOp::create(b, loc, added.getResult(0));
+      }
+      epilogue(others.getResult(0));
+    }
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(split.elseBlock());
+    tt::StoreOp::create(b, loc, tilePointers(programIndex), acc, Value());
+    tt::SignalFlagOp::create(b, loc, flagOf(programIndex));
+  }
+
+private:
+  Value constant(OpBuilder &b, Location loc, int64_t v) const {
+    return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v);
+  }
+  Value wide(OpBuilder &b, Location loc, Value v) const {
+    return v.getType().isInteger(64) ? v : arith::ExtSIOp::create(b, loc, b.getI64Type(), v).getResult();
+  }
+  Value narrow(MatmulBuilder &mb, Value v) const {
+    return mb.index.isInteger(64) ? v : arith::TruncIOp::create(mb.b, mb.loc, mb.index, v).getResult();
+  }
+  /// The first step of program q's share: q * units / programs.
+  Value shareStart(OpBuilder &b, Location loc, Value q) const {
+    return arith::DivSIOp::create(b, loc, arith::MulIOp::create(b, loc, q, units), programs);
+  }
+};
+
 Value castAccumulator(OpBuilder &b, Location loc, Value acc, Type out) {
   auto type = cast<RankedTensorType>(acc.getType());
   if (type.getElementType() == out)
@@ -190,6 +344,16 @@ OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) 
     argTypes.push_back(tt::PointerType::get(&context, biasElement));
     argTypes.push_back(index); // its stride
   }
+  // Stream-K (a persistent kernel whose programs take equal shares of all tiles' K
+  // steps): its workspace (one accumulator tile per program) and a flag per program.
+  bool streamK = spec.config.count("stream_k") && spec.knob("stream_k") != 0;
+  if (spec.config.count("stream_k") && spec.knob("stream_k") != 0 && spec.knob("stream_k") != 1)
+    throw std::invalid_argument(spec.op + " stream_k must be 0 or 1, got " + std::to_string(spec.knob("stream_k")));
+  unsigned workspaceArg = argTypes.size();
+  if (streamK) {
+    argTypes.push_back(tt::PointerType::get(&context, accElement));
+    argTypes.push_back(tt::PointerType::get(&context, b.getI32Type()));
+  }
 
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
   b.setInsertionPointToEnd(module->getBody());
@@ -229,10 +393,16 @@ OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) 
   }
   // With 32-bit indices the caller keeps every element's offset from its tensor's pointer
   // below 2^31 (index_bits=32 is chosen only then).
+  // The launcher allocates the workspace (256-byte aligned, as torch's allocator), and
+  // its offsets stay below 2^31 (a tile per resident program).
+  if (streamK)
+    func.setArgAttr(workspaceArg, mlir::tile::kDivisibilityAttrName, b.getI64IntegerAttr(16));
   if (indexBits == 32) {
     SmallVector<unsigned> pointerArgs = {0, 1, 2};
     if (hasBias)
       pointerArgs.push_back(biasArg);
+    if (streamK)
+      pointerArgs.append({workspaceArg, workspaceArg + 1});
     for (unsigned pointerArg : pointerArgs)
       func.setArgAttr(pointerArg, mlir::tile::kPointerRangeAttrName, b.getI64IntegerAttr(32));
   }
@@ -250,6 +420,10 @@ OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) 
     throw std::invalid_argument(spec.op + " num_ctas must be 1 or 2, got " + std::to_string(clusterCtas));
   if (clusterCtas > 1)
     func->setAttr(mlir::tile::kClusterCtasAttrName, b.getI64IntegerAttr(clusterCtas));
+  bool persistent = spec.config.count("persistent") && spec.knob("persistent") != 0;
+  if (streamK && (!persistent || clusterCtas != 1))
+    throw std::invalid_argument(spec.op + " stream_k=1 splits the K steps of a persistent kernel's tiles over its "
+                                "programs; it needs persistent=1 and num_ctas=1");
   Value pid = tt::ProgramIdOp::create(b, loc, b.getI32Type(), 0);
   if (index != pid.getType())
     pid = arith::ExtSIOp::create(b, loc, index, pid);
@@ -266,7 +440,8 @@ OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) 
   // Persistent: each program walks the tiles pid, pid + programs, ... (the launcher
   // starts one per multiprocessor), so that one tile's epilogue overlaps the next one's
   // first copies where a producer issues them. A cluster walks its tiles together.
-  bool persistent = spec.config.count("persistent") && spec.knob("persistent") != 0;
+  Value steps = mb.ceilDiv(k, blockK);
+  std::optional<StreamKShare> share;
   if (persistent) {
     func->setAttr(mlir::tile::kPersistentAttrName, b.getUnitAttr());
     Value programs = tt::NumProgramsOp::create(b, loc, b.getI32Type(), 0);
@@ -275,9 +450,15 @@ OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) 
     if (clusterCtas > 1)
       programs = arith::DivSIOp::create(b, loc, programs, mb.constant(clusterCtas));
     Value tiles = arith::MulIOp::create(b, loc, clusterRowsM, programsN);
-    auto walk = scf::ForOp::create(b, loc, pid, tiles, programs);
-    b.setInsertionPoint(walk.getBody()->getTerminator());
-    pid = walk.getInductionVar();
+    if (streamK) {
+      func->setAttr(mlir::tile::kStreamKAttrName, b.getI64IntegerAttr(blockM * blockN));
+      share = StreamKShare::of(mb, pid, programs, tiles, steps);
+      pid = share->tile;
+    } else {
+      auto walk = scf::ForOp::create(b, loc, pid, tiles, programs);
+      b.setInsertionPoint(walk.getBody()->getTerminator());
+      pid = walk.getInductionVar();
+    }
   }
   // Grouped order: GROUP_M block rows share each block column before moving on.
   Value perGroup = arith::MulIOp::create(b, loc, mb.constant(clusterGroupM), programsN);
@@ -295,11 +476,17 @@ OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) 
   Value cols = mb.lanes(arith::MulIOp::create(b, loc, pidN, mb.constant(blockN)), blockN);
   auto accType = mb.blockOf({blockM, blockN}, accElement);
   Value zero = arith::ConstantOp::create(b, loc, accType, b.getZeroAttr(accType));
-  Value steps = mb.ceilDiv(k, blockK);
-  auto loop = scf::ForOp::create(b, loc, mb.constant(0), steps, mb.constant(1), ValueRange{zero});
+  // Stream-K: the loop counts this program's K steps (from its first tile on); the
+  // tile's own step is that count shifted by where the tile started.
+  auto loop = share ? scf::ForOp::create(b, loc, share->firstStep, share->endStep, mb.constant(1), ValueRange{zero})
+                    : scf::ForOp::create(b, loc, mb.constant(0), steps, mb.constant(1), ValueRange{zero});
+  if (share)
+    loop->setAttr(mlir::tile::kProgramStepsAttrName, b.getUnitAttr());
   b.setInsertionPointToStart(loop.getBody());
   {
     Value step = loop.getInductionVar();
+    if (share)
+      step = arith::SubIOp::create(b, loc, step, share->stepShift);
     Value ks = mb.lanes(arith::MulIOp::create(b, loc, step, mb.constant(blockK)), blockK);
     auto [aPtrs, aMask] = mb.block(a, rows, strideAm, m, ks, strideAk, k);
     auto [bPtrs, bMask] = mb.block(bPtr, ks, strideBk, k, cols, strideBn, n);
@@ -309,14 +496,19 @@ OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) 
     scf::YieldOp::create(b, loc, acc);
   }
   b.setInsertionPointAfter(loop);
-  Value acc = loop.getResult(0);
-  if (hasBias)
-    acc = addBias(mb, acc, arg(biasArg), stride(biasArg + 1), cols, n);
-  if (leaky)
-    acc = leakyRelu(b, loc, acc, arg(12));
-  Value result = castAccumulator(b, loc, acc, output);
-  auto [cPtrs, cMask] = mb.block(c, rows, strideCm, m, cols, strideCn, n);
-  tt::StoreOp::create(b, loc, cPtrs, result, cMask);
+  auto epilogue = [&](Value acc) {
+    if (hasBias)
+      acc = addBias(mb, acc, arg(biasArg), stride(biasArg + 1), cols, n);
+    if (leaky)
+      acc = leakyRelu(b, loc, acc, arg(12));
+    Value result = castAccumulator(b, loc, acc, output);
+    auto [cPtrs, cMask] = mb.block(c, rows, strideCm, m, cols, strideCn, n);
+    tt::StoreOp::create(b, loc, cPtrs, result, cMask);
+  };
+  if (share)
+    share->finishTile(mb, loop.getResult(0), arg(workspaceArg), arg(workspaceArg + 1), blockM, blockN, epilogue);
+  else
+    epilogue(loop.getResult(0));
   if (persistent)
     b.setInsertionPointToEnd(body);
   func::ReturnOp::create(b, loc);

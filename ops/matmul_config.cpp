@@ -12,7 +12,7 @@ const std::vector<std::string> &matmulKnobNames() {
       "BLOCK_M",     "BLOCK_N",      "BLOCK_K",
       "GROUP_M",     "num_warps",    "num_stages",
       "waves_per_eu", "matrix_instr_nonkdim", "kpack",
-      "warp_specialize", "persistent", "num_ctas"};
+      "warp_specialize", "persistent", "num_ctas", "stream_k"};
   return names;
 }
 
@@ -90,7 +90,8 @@ std::map<std::string, int64_t> gpuConfig(const Target &target, int64_t m, int64_
             {"kpack", 1},
             {"warp_specialize", persistent},
             {"persistent", persistent},
-            {"num_ctas", 1}};
+            {"num_ctas", 1},
+            {"stream_k", 0}};
   }
   return {{"BLOCK_M", large ? 128 : 64},
           {"BLOCK_N", large ? 128 : 64},
@@ -105,7 +106,8 @@ std::map<std::string, int64_t> gpuConfig(const Target &target, int64_t m, int64_
           {"kpack", 1},
           {"warp_specialize", 0},
           {"persistent", 0},
-          {"num_ctas", 1}};
+          {"num_ctas", 1},
+          {"stream_k", 0}};
 }
 
 int64_t bytesOf(const std::string &dtype) {

@@ -290,6 +290,7 @@ std::optional<Binary> DiskCache::load(const std::string &key, const Target &targ
   binary.dynamicSharedBytes = std::atoll(entry->meta["dynamic_shared_bytes"].c_str());
   binary.persistent = entry->meta["persistent"] == "1";
   binary.clusterCtas = std::max(1, std::atoi(entry->meta["cluster_ctas"].c_str()));
+  binary.streamKTileElements = std::max<int64_t>(0, std::atoll(entry->meta["stream_k_tile_elements"].c_str()));
   binary.object = std::move(entry->payload);
   // "operand,contiguous_dim,box_inner,box_outer,swizzle_bytes,data_type;..."
   std::istringstream maps(entry->meta["tensor_maps"]);
@@ -393,6 +394,7 @@ void DiskCache::store(const std::string &key, const Binary &binary) {
               {"dynamic_shared_bytes", std::to_string(binary.dynamicSharedBytes)},
               {"persistent", binary.persistent ? "1" : "0"},
               {"cluster_ctas", std::to_string(binary.clusterCtas)},
+              {"stream_k_tile_elements", std::to_string(binary.streamKTileElements)},
               {"tensor_maps", tensorMapsText(binary.tensorMaps)}});
 }
 

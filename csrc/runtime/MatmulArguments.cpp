@@ -106,10 +106,20 @@ void MatmulArguments::pack(const StridedOperand &aOperand, const StridedOperand 
     args[arg++] = &bias;
     args[arg++] = index(9);
   }
-  count = arg;
+  count = packed = arg;
   operands[0] = aOperand;
   operands[1] = bOperand;
   operands[2] = StridedOperand{cData, 2, {aOperand.sizes[0], bOperand.sizes[1]}, {cStrides[0], cStrides[1]}, 0};
+}
+
+void MatmulArguments::setStreamKWorkspace(void *workspaceData, void *flagData) {
+  workspace = workspaceData;
+  flags = flagData;
+  count = packed;
+  if (!workspace)
+    return;
+  args[count++] = &workspace;
+  args[count++] = &flags;
 }
 
 void **MatmulArguments::withTensorMaps(const std::vector<TensorMapParameter> &parameters,

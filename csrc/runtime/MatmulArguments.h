@@ -53,13 +53,21 @@ struct MatmulArguments {
   int64_t wide[10] = {}; ///< M, N, K, the six strides of a, b, c, the bias's stride
   int32_t narrow[10] = {};
   float slope = 0;
-  void *args[18] = {};
-  int count = 0; ///< arguments packed, before any tensor maps
+  void *workspace = nullptr, *flags = nullptr; ///< a stream-K kernel's
+  void *args[20] = {};
+  int count = 0;  ///< arguments packed, before any tensor maps
+  int packed = 0; ///< of which pack() packed (the rest: a stream-K kernel's workspace)
   StridedOperand operands[3]; ///< a, b and c, as packed (c's element width comes with its map)
   EncodedTensorMap maps[3];
 
   void pack(const StridedOperand &a, const StridedOperand &b, void *c, const int64_t cStrides[2],
             const StridedOperand *bias, std::optional<float> negativeSlope, int64_t indexBits);
+
+  /// The arguments of the kernel about to be launched: what pack() packed, then a
+  /// stream-K kernel's workspace and flags (null for other kernels), before any tensor
+  /// maps, as the kernel declares them. Each launch of a call sets them again (autotuning
+  /// launches several kernels with one call's arguments).
+  void setStreamKWorkspace(void *workspaceData, void *flagData);
 
   /// `args` followed by the tensor maps a kernel takes (`parameters`, in its order), each
   /// found in `cache` or encoded there. Throws std::runtime_error where a map cannot

@@ -19,13 +19,16 @@
 #include "runtime/Autotuner.h"
 
 #include <ATen/cuda/CUDAContext.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
+#include <ATen/ops/zeros.h>
 #include <c10/cuda/CUDAGraphsC10Utils.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
 
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <vector>
 
@@ -71,18 +74,53 @@ tile::runtime::GpuLauncher &launcher() {
   return instance;
 }
 
+/// The programs a kernel is launched with for `programs` tiles: one per tile, but a
+/// persistent kernel's walk all its tiles, one per multiprocessor (in whole clusters),
+/// and a stream-K kernel's split the tiles' K steps over every multiprocessor.
+int64_t launchedPrograms(const tile::runtime::LoadedKernel &kernel, int device, int64_t programs) {
+  if (!kernel.binary.persistent)
+    return programs;
+  int64_t ctas = std::max<int64_t>(1, kernel.binary.clusterCtas);
+  int64_t resident = std::max(at::cuda::getDeviceProperties(device)->multiProcessorCount / ctas * ctas, ctas);
+  return kernel.binary.streamKTileElements > 0 ? resident : std::min<int64_t>(programs, resident);
+}
+
+/// Where a stream-K kernel's programs leave their partial sums (f32 or i32, one tile per
+/// program) and signal them (an i32 flag per program). The flags are zero at launch and
+/// each launch clears every flag it sets, so launches on one stream (which run in order)
+/// share a workspace, kept per device and stream and grown as needed. A launch being
+/// captured into a CUDA graph gets its own, from the graph's memory, with its flags
+/// zeroed by a node of the graph, since the graph may be replayed anywhere.
+std::pair<void *, void *> streamKWorkspace(int device, cudaStream_t stream, int64_t programs, int64_t tileElements) {
+  auto options = at::TensorOptions().device(at::kCUDA, device);
+  int64_t partials = programs * tileElements;
+  if (c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None) {
+    at::Tensor memory = at::empty({partials}, options.dtype(at::kFloat));
+    at::Tensor flags = at::zeros({programs}, options.dtype(at::kInt));
+    // Freed to the graph's pool after this call: the captured launch still owns them.
+    return {memory.data_ptr(), flags.data_ptr()};
+  }
+  struct Workspace {
+    at::Tensor partials, flags;
+  };
+  static std::mutex mutex;
+  // Never destroyed: CUDA memory must not be freed after the runtime shuts down.
+  static auto *byStream = new std::map<std::pair<int, cudaStream_t>, Workspace>();
+  std::lock_guard<std::mutex> lock(mutex);
+  Workspace &workspace = (*byStream)[{device, stream}];
+  if (!workspace.partials.defined() || workspace.partials.numel() < partials)
+    workspace.partials = at::empty({partials}, options.dtype(at::kFloat));
+  if (!workspace.flags.defined() || workspace.flags.numel() < programs)
+    workspace.flags = at::zeros({programs}, options.dtype(at::kInt));
+  return {workspace.partials.data_ptr(), workspace.flags.data_ptr()};
+}
+
 void launch(const char *op, const tile::runtime::LoadedKernel &kernel, const at::Tensor &any,
             void **args, int64_t programs) {
+  int device = any.get_device();
+  programs = launchedPrograms(kernel, device, programs);
   TORCH_CHECK(programs <= std::numeric_limits<int32_t>::max(), op,
               ": more than 2**31 program instances");
-  int device = any.get_device();
-  // A persistent kernel's programs walk all its tiles: one per multiprocessor.
-  // (whole clusters of them).
-  if (kernel.binary.persistent) {
-    int64_t ctas = std::max<int64_t>(1, kernel.binary.clusterCtas);
-    int64_t resident = at::cuda::getDeviceProperties(device)->multiProcessorCount / ctas * ctas;
-    programs = std::min<int64_t>(programs, std::max(resident, ctas));
-  }
   try {
     launcher().launch(kernel, targetOf(device), device, args,
                       Grid{static_cast<int32_t>(programs), 1, 1},
@@ -101,6 +139,13 @@ tile::runtime::TensorMapCache &tensorMaps() {
 /// whose operands arrive by bulk tensor copies), encoded for this call's operands.
 void launchMatmul(const char *op, tile::binding::MatmulCall &call, const tile::runtime::LoadedKernel &kernel,
                   int64_t programs) {
+  std::pair<void *, void *> workspace{nullptr, nullptr};
+  if (kernel.binary.streamKTileElements > 0) {
+    int device = call.a.get_device();
+    workspace = streamKWorkspace(device, at::cuda::getCurrentCUDAStream(device).stream(),
+                                 launchedPrograms(kernel, device, programs), kernel.binary.streamKTileElements);
+  }
+  call.arguments.setStreamKWorkspace(workspace.first, workspace.second);
   void **args = call.args();
   if (!kernel.binary.tensorMaps.empty()) {
     try {

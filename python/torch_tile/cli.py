@@ -67,7 +67,7 @@ KNOBS_HELP = {
     "matmul and matmul_leaky_relu": ("BLOCK_K", "BLOCK_M", "BLOCK_N", "GROUP_M", "allow_tf32",
                                      "divisibility_16", "index_bits", "kpack",
                                      "matrix_instr_nonkdim", "num_ctas", "num_stages", "num_warps",
-                                     "persistent", "unit_strides", "warp_specialize",
+                                     "persistent", "stream_k", "unit_strides", "warp_specialize",
                                      "waves_per_eu"),
     "vector_add": ("BLOCK_SIZE", "index_bits", "num_warps"),
 }

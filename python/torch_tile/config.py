@@ -31,7 +31,7 @@ import torch
 
 MATMUL_KNOBS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages",
                 "waves_per_eu", "matrix_instr_nonkdim", "kpack", "warp_specialize",
-                "persistent", "num_ctas")
+                "persistent", "num_ctas", "stream_k")
 TARGET_FAMILIES = ("cpu", "hip", "cuda")
 TUNABLE_OPS = ("matmul",)  # matmul_leaky_relu shares matmul's candidates
 BACKEND_MATMUL_CHOICES = ("auto", "always", "never")

@@ -274,6 +274,74 @@ TEST(WarpgroupMma, PersistentKernelsWalkTilesAndStageCBesideTheRing) {
   EXPECT_EQ(occurrences(ptx, "cp.async.bulk.wait_group.read 0;"), 3);
 }
 
+/// `config` persistent and warp-specialized, its tiles' K steps shared out evenly.
+std::map<std::string, int64_t> streamK(std::map<std::string, int64_t> config) {
+  config = specialized(config, true);
+  config["stream_k"] = 1;
+  return config;
+}
+
+TEST(WarpgroupMma, StreamKSharesKStepsAndHandsPartialSumsOver) {
+  // The kernel takes the workspace and the flags after its other parameters (and before
+  // the tensor maps), records the tile it needs per program, and keeps the persistent
+  // kernel's pipeline: the programs that start inside a tile store their f32 partial sum
+  // and release a flag; the one that runs its first step acquires each flag (clearing it
+  // for the next launch) and adds the sums before the bulk stores of C.
+  Binary binary = binaryOf("f16", streamK(alignedConfig("f16")));
+  std::string ptx = asmOf(binary);
+  EXPECT_TRUE(binary.persistent);
+  EXPECT_EQ(binary.streamKTileElements, 128 * 256);
+  EXPECT_EQ(binary.blockThreads, 384);
+  EXPECT_EQ(occurrences(ptx, "setmaxnreg.dec.sync.aligned.u32 40;"), 1);
+  EXPECT_EQ(occurrences(ptx, "st.release.gpu.global.b32"), 1);
+  EXPECT_EQ(occurrences(ptx, "ld.acquire.gpu.global.b32"), 1);
+  EXPECT_EQ(occurrences(ptx, "st.relaxed.gpu.global.b32"), 1);
+  EXPECT_GT(occurrences(ptx, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"), 0);
+  // a, b, c, M, N, K, six strides, the workspace and the flags, then three maps.
+  EXPECT_NE(ptx.find(".param .u64 .ptr .global .align 1 matmul_param_13"), std::string::npos);
+  EXPECT_NE(ptx.find(".param .align 64 .b8 matmul_param_16[128]"), std::string::npos);
+  ASSERT_EQ(binary.tensorMaps.size(), 3u);
+  // Without it, nothing of this.
+  Binary plain = binaryOf("f16", specialized(alignedConfig("f16"), true));
+  EXPECT_EQ(plain.streamKTileElements, 0);
+  EXPECT_EQ(asmOf(plain).find("ld.acquire.gpu"), std::string::npos);
+}
+
+TEST(WarpgroupMma, StreamKNeedsThePersistentKernel) {
+  // Its programs wait on each other: only the persistent launch keeps them all resident.
+  auto refusedByBuilder = [](std::map<std::string, int64_t> config, const char *says) {
+    ops::KernelSpec spec{"matmul", {"f16", "f16"}, config};
+    auto context = createContext();
+    try {
+      ops::buildKernel(*context, spec);
+      ADD_FAILURE() << "expected an invalid_argument";
+    } catch (const std::invalid_argument &error) {
+      EXPECT_NE(std::string(error.what()).find(says), std::string::npos) << error.what();
+    }
+  };
+  auto config = alignedConfig("f16");
+  auto alone = config;
+  alone["stream_k"] = 1;
+  refusedByBuilder(alone, "stream_k=1");
+  auto clusters = streamK(config);
+  clusters["num_ctas"] = 2;
+  refusedByBuilder(clusters, "num_ctas=1");
+  auto two = streamK(config);
+  two["stream_k"] = 2;
+  refusedByBuilder(two, "stream_k must be 0 or 1");
+  // The CPU has no resident-programs launch.
+  ops::KernelSpec spec{"matmul", {"f32", "f32"}, streamK({{"BLOCK_M", 8}, {"BLOCK_N", 32}, {"BLOCK_K", 64},
+                                                          {"GROUP_M", 8}, {"index_bits", 32}})};
+  auto context = createContext();
+  auto module = ops::buildKernel(*context, spec);
+  try {
+    compile(*module, Target::host(), ops::compileOptionsFor(spec));
+    ADD_FAILURE() << "expected a CompileError on the CPU";
+  } catch (const CompileError &error) {
+    EXPECT_NE(std::string(error.what()).find("stream_k=1"), std::string::npos) << error.what();
+  }
+}
+
 /// `config` warp-specialized, in clusters of two blocks.
 std::map<std::string, int64_t> clustered(std::map<std::string, int64_t> config, bool persistent) {
   config = specialized(config, persistent);
@@ -359,6 +427,8 @@ TEST(WarpgroupMma, PtxasAssemblesTheKernelsWithoutSpills) {
       {"f16", specialized(alignedConfig("f16"), true)},
       {"f16", clustered(alignedConfig("f16"), false)},
       {"bf16", clustered(alignedConfig("bf16"), true)},
+      {"f16", streamK(alignedConfig("f16"))},
+      {"bf16", streamK(alignedConfig("bf16"))},
   };
   for (const auto &[dtype, config] : kernels) {
     llvm::SmallString<128> ptxPath, cubinPath, logPath;

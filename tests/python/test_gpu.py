@@ -398,6 +398,91 @@ def test_warp_specialized_kernels_compute_the_same(tmp_path, dtype, candidate):
     runtime.clear_cache()
 
 
+STREAM_K_CANDIDATES = [
+    {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 8, "num_stages": 4},
+    {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 4, "num_stages": 3},
+]
+
+
+@pytest.mark.skipif(not hopper(), reason="stream-K runs on the persistent kernel of sm_90a")
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("candidate", STREAM_K_CANDIDATES, ids=["128x256-w8-s4", "64x128-w4-s3"])
+def test_stream_k_computes_the_same(tmp_path, dtype, candidate):
+    """stream_k=1: the programs take equal shares of all tiles' K steps, so a tile's steps
+    may run on several programs: those that start inside it leave partial sums that the
+    one running its first step adds. Covered: shares that end inside a tile (many tiles),
+    tiles split over dozens of programs (long K, few tiles), more programs than steps
+    (short K: empty shares), ragged edges, transposed operands, the cp.async fallback
+    (misaligned a), a bias added once, and launches one after another on one stream
+    (each must leave the flags as it found them)."""
+    from torch_tile import config, runtime
+
+    def dense(rows, cols):
+        return torch.randn(rows, cols, device="cuda").to(dtype)
+
+    settings = dict(autotune=True, cache_dir=tmp_path / "cache",
+                    autotune_configs={"matmul": {"cuda": [dict(candidate, warp_specialize=1, persistent=1,
+                                                             stream_k=1)]}})
+    cases = {
+        "ragged": (dense(392, 328), dense(328, 264) / 328 ** 0.5, True),
+        "short K": (dense(200, 24), dense(24, 136), True),
+        "long K": (dense(256, 4096), dense(4096, 512) / 64, True),
+        "many tiles": (dense(2056, 200), dense(200, 2312) / 200 ** 0.5, True),
+        "uneven waves": (dense(1544, 1000), dense(1000, 3080) / 1000 ** 0.5, True),
+        "transposed": (dense(328, 392).t(), (dense(264, 328) / 328 ** 0.5).t(), True),
+        "misaligned": (torch.randn(300 * 200 + 8, device="cuda").to(dtype)[1:300 * 200 + 1].view(300, 200),
+                       dense(200, 136) / 200 ** 0.5, False),
+    }
+    for name, (a, b, bulk) in cases.items():
+        runtime.clear_tuning()
+        ptx = leaky_matmul_ptx(a, b, tmp_path / name.replace(" ", "-"), name, **settings)
+        assert "st.release.gpu.global.b32" in ptx and "ld.acquire.gpu.global.b32" in ptx, name
+        assert ("setmaxnreg.inc.sync.aligned.u32" in ptx) == bulk, name
+        with config.patch(**settings):
+            for _ in range(3):  # the same kernel again: the flags were cleared
+                a.copy_(torch.randn_like(a, dtype=torch.float32))
+                poison_next_allocation((a.shape[0], b.shape[1]), dtype)
+                out = torch.ops.tile.matmul_leaky_relu(a, b, 0.2)
+                ref = F.leaky_relu(a.double() @ b.double(), 0.2)
+                assert element_error(out, ref) <= ELEMENT_BOUND[dtype], name
+            bias = torch.randn(b.shape[1], device="cuda").to(dtype)
+            out = torch.ops.tile.matmul(a, b, bias=bias)
+            assert element_error(out, a.double() @ b.double() + bias.double()) <= ELEMENT_BOUND[dtype], name
+    runtime.clear_tuning()
+    runtime.clear_cache()
+
+
+@pytest.mark.skipif(not hopper(), reason="stream-K runs on the persistent kernel of sm_90a")
+def test_stream_k_under_cuda_graph_capture(tmp_path):
+    """A captured stream-K launch gets a workspace of the graph's own, its flags zeroed by
+    the graph: replays give torch's results, as do launches outside the graph."""
+    from torch_tile import config, runtime
+
+    candidate = dict(STREAM_K_CANDIDATES[0], warp_specialize=1, persistent=1, stream_k=1)
+    with config.patch(autotune=True, cache_dir=tmp_path / "cache",
+                      autotune_configs={"matmul": {"cuda": [candidate]}}):
+        runtime.clear_tuning()
+        a, b = matrices((1544, 3080, 1000), torch.float16)
+        torch.ops.tile.matmul_leaky_relu(a, b, 0.1)  # tune, compile and load before capture
+        graph = torch.cuda.CUDAGraph()
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            with torch.cuda.graph(graph):
+                out = torch.ops.tile.matmul_leaky_relu(a, b, 0.1)
+        for _ in range(3):
+            new_a, new_b = matrices((1544, 3080, 1000), torch.float16)
+            a.copy_(new_a)
+            b.copy_(new_b)
+            graph.replay()
+            torch.cuda.synchronize()
+            ref = F.leaky_relu(a.double() @ b.double(), 0.1)
+            assert relative_error(out, ref) <= 2e-3
+            eager = torch.ops.tile.matmul_leaky_relu(a, b, 0.1)
+            assert relative_error(eager, ref) <= 2e-3
+        runtime.clear_tuning()
+
+
 @pytest.mark.skipif(torch.version.hip is not None, reason="TF32 is NVIDIA's")
 def test_float32_follows_torchs_matmul_precision():
     """'highest': exact f32 (FMAs); 'high': TF32 inputs, as torch.matmul then uses, so the

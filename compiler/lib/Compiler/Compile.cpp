@@ -159,6 +159,8 @@ void compileForGpu(mlir::ModuleOp module, const Target &target, const CompileOpt
       binary.blockThreads = (*block)[0];
     if (func->hasAttr(mlir::tile::kPersistentAttrName))
       binary.persistent = true;
+    if (auto tile = func->getAttrOfType<mlir::IntegerAttr>(mlir::tile::kStreamKAttrName))
+      binary.streamKTileElements = tile.getInt();
     if (auto ctas = func->getAttrOfType<mlir::IntegerAttr>(mlir::tile::kClusterCtasAttrName)) {
       binary.clusterCtas = ctas.getInt();
       clusterKernel = func.getName().str();

@@ -79,6 +79,12 @@ struct Binary {
   /// NVIDIA: blocks per cluster the kernel was compiled for (its launch grid is a
   /// multiple of it; the cluster shape is part of the kernel, so a plain launch forms it).
   int64_t clusterCtas = 1;
+  /// Stream-K (a persistent kernel that splits K steps over its programs): the f32
+  /// elements of the workspace each program needs (one BLOCK_M x BLOCK_N tile; 0: not
+  /// stream-K). The launcher passes a workspace of that many elements per program and as
+  /// many zeroed i32 flags after the other parameters, and starts one program per
+  /// multiprocessor, all resident.
+  int64_t streamKTileElements = 0;
   /// NVIDIA: bytes of dynamic shared memory each launch provides (the kernel's one
   /// dynamically sized shared array).
   int64_t dynamicSharedBytes = 0;

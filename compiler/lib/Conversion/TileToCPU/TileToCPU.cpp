@@ -132,6 +132,13 @@ struct ConvertTileToCPUPass : mlir::tile::impl::ConvertTileToCPUBase<ConvertTile
         kernel.emitError("a tile kernel returns nothing; it writes its results through pointers");
         return signalPassFailure();
       }
+      // Its programs wait on each other: only a launch that keeps them all resident, as
+      // the persistent GPU kernels' is, runs it.
+      if (kernel->hasAttr(kStreamKAttrName)) {
+        kernel.emitError("stream_k=1 splits K steps over programs that wait on each other's partial sums; "
+                         "it needs the persistent, warp-specialized kernel of sm_90a (persistent=1), not the CPU");
+        return signalPassFailure();
+      }
       appendGridArguments(kernel);
     }
 

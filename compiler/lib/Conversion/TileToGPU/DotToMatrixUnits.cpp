@@ -133,8 +133,12 @@ PipelinePlans mlir::tile::gpu_lowering::planPipelines(Operation *kernel, int64_t
     plan.iteration = iteration;
     // The iterations of the earlier tiles of a walk over tiles (the loop around this one,
     // from the same point of which both the producer's and this loop start).
+    // A loop that counts the program's steps itself (stream-K, whose tiles take unequal
+    // shares) starts at the count of the steps before it.
     Value earlier;
-    if (auto walk = dyn_cast<scf::ForOp>(loop->getParentOp())) {
+    if (loop->hasAttr(kProgramStepsAttrName)) {
+      earlier = loop.getLowerBound();
+    } else if (auto walk = dyn_cast<scf::ForOp>(loop->getParentOp())) {
       OpBuilder outside(loop);
       Value walked = arith::DivSIOp::create(
           outside, loc, arith::SubIOp::create(outside, loc, walk.getInductionVar(), walk.getLowerBound()),

@@ -389,6 +389,11 @@ void populateDotPatterns(const TypeConverter &converter, RewritePatternSet &patt
 void populateMatrixPatterns(const TypeConverter &converter, RewritePatternSet &patterns,
                             const Distribution &dist);
 
+/// tile.signal_flag and tile.wait_flag (NVIDIA): one thread releases or acquires at
+/// device scope, a block barrier before the release and after the acquire.
+void populateProgramFlagPatterns(const TypeConverter &converter, RewritePatternSet &patterns,
+                                 const Distribution &dist);
+
 /// True when `load` only feeds dots that stage its memory themselves.
 bool isStagedByDots(LoadOp load);
 

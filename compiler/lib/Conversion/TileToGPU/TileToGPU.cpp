@@ -693,6 +693,12 @@ struct ConvertTileToGPUPass : mlir::tile::impl::ConvertTileToGPUBase<ConvertTile
             << arch->name << ")";
         return signalPassFailure();
       }
+      if (kernel->hasAttr(kStreamKAttrName) && (!dist.persistent || arch->amd)) {
+        kernel.emitError("stream_k=1 splits K steps over programs that wait on each other's partial sums; "
+                         "it needs persistent=1 (warp_specialize=1 on sm_90a), got ")
+            << arch->name << (dist.persistent ? "" : " without persistent=1");
+        return signalPassFailure();
+      }
       if (auto ctas = kernel->getAttrOfType<IntegerAttr>(kClusterCtasAttrName))
         dist.clusterCtas = ctas.getInt();
       // Only the producer warpgroup's multicast copies use the cluster; elsewhere it
@@ -727,6 +733,8 @@ struct ConvertTileToGPUPass : mlir::tile::impl::ConvertTileToGPUBase<ConvertTile
       func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), builder.getUnitAttr());
       if (dist.persistent)
         func->setAttr(kPersistentAttrName, builder.getUnitAttr());
+      if (auto streamK = kernel->getAttr(kStreamKAttrName))
+        func->setAttr(kStreamKAttrName, streamK);
       if (dist.clusterCtas > 1)
         func->setAttr(kClusterCtasAttrName, builder.getI64IntegerAttr(dist.clusterCtas));
       func.setKnownBlockSizeAttr(builder.getDenseI32ArrayAttr({int32_t(threads), 1, 1}));
@@ -770,6 +778,7 @@ struct ConvertTileToGPUPass : mlir::tile::impl::ConvertTileToGPUBase<ConvertTile
                    ReturnLowering>(converter, ctx);
       patterns.add<MakeRangeLowering, LoadLowering, StoreLowering>(converter, ctx, dist);
       populateMatrixPatterns(converter, patterns, dist);
+      populateProgramFlagPatterns(converter, patterns, dist);
       populateElementwiseTypeLowering(converter, patterns);
       populateFunctionOpInterfaceTypeConversionPattern<gpu::GPUFuncOp>(patterns, converter);
       scf::populateSCFStructuralTypeConversionsAndLegality(converter, patterns, target);

@@ -100,6 +100,17 @@ LogicalResult StoreOp::verify() {
   return verifyMaskAndValue(*this, getPtr().getType(), getMask(), getValue().getType(), "value");
 }
 
+/// Flags are 32-bit integers: the GPU stores and polls them with b32 accesses.
+static LogicalResult verifyFlag(Operation *op, PointerType flag) {
+  if (!flag.getPointeeType().isInteger(32))
+    return op->emitOpError("flags are i32, got a pointer to ") << flag.getPointeeType();
+  return success();
+}
+
+LogicalResult SignalFlagOp::verify() { return verifyFlag(*this, getFlag().getType()); }
+
+LogicalResult WaitFlagOp::verify() { return verifyFlag(*this, getFlag().getType()); }
+
 ParseResult StoreOp::parse(OpAsmParser &parser, OperationState &result) {
   return failure(failed(
       parsePointerOperands(parser, result, 2, {valueTypeFor, maskTypeFor}, "ptr, value [, mask]")));

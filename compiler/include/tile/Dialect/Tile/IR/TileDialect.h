@@ -26,6 +26,20 @@ inline constexpr llvm::StringLiteral kKernelAttrName = "tile.kernel";
 /// multiprocessors, each staying resident for all its tiles.
 inline constexpr llvm::StringLiteral kPersistentAttrName = "tile.persistent";
 
+/// Marks a persistent kernel that splits its K steps evenly over its programs (stream-K,
+/// i64: the elements of one BLOCK_M x BLOCK_N tile). A program that runs a tile's later
+/// K steps leaves its f32 partial sum in the kernel's workspace (one tile per program)
+/// and signals its flag; the program that runs the tile's first K steps adds those
+/// partial sums and stores the tile. The kernel takes the workspace and the flags (i32,
+/// zero at launch, zero again when it ends) after its other parameters, and is launched
+/// with every program resident.
+inline constexpr llvm::StringLiteral kStreamKAttrName = "tile.stream_k";
+
+/// On a K loop of a kernel that walks its tiles: its induction variable counts the K
+/// steps the program has run since the kernel started (the loop starts where the previous
+/// tile's stopped, with step 1), so that a pipeline may count its stages' uses from it.
+inline constexpr llvm::StringLiteral kProgramStepsAttrName = "tile.counts_program_steps";
+
 /// The number of consecutive programs (thread blocks) that run as one cluster
 /// (i64; absent: 1). The kernel promises that the programs of a cluster read the same
 /// right-hand operand tiles in each dot's K loop, so that one copy of each tile can

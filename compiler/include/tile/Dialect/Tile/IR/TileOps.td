@@ -111,6 +111,41 @@ def Tile_StoreOp : Tile_Op<"store", [MemoryEffects<[MemWrite<DefaultResource>]>]
   let hasVerifier = 1;
 }
 
+def Tile_SignalFlagOp : Tile_Op<"signal_flag", [MemoryEffects<[MemRead<DefaultResource>,
+                                                                  MemWrite<DefaultResource>]>]> {
+  let summary = "Publish this program's earlier stores to the program that waits on a flag";
+  let description = [{
+    Every thread of the program reaches this point, then the flag (an i32 that is 0)
+    becomes 1 with release semantics at device scope: a program whose `wait_flag` on the
+    same flag returns sees every store this program made before it. Programs that signal
+    and wait on each other must be resident at the same time (a persistent kernel).
+
+    ```mlir
+    tile.signal_flag %flag : !tile.ptr<i32>
+    ```
+  }];
+  let arguments = (ins Tile_Ptr:$flag);
+  let assemblyFormat = "$flag attr-dict `:` type($flag)";
+  let hasVerifier = 1;
+}
+
+def Tile_WaitFlagOp : Tile_Op<"wait_flag", [MemoryEffects<[MemRead<DefaultResource>,
+                                                              MemWrite<DefaultResource>]>]> {
+  let summary = "Wait until another program signals a flag, then clear it";
+  let description = [{
+    Waits until the i32 flag is nonzero (acquire semantics at device scope), sets it back
+    to 0 for the next launch, and lets every thread of the program go on: they see the
+    stores the signalling program made before its `signal_flag`.
+
+    ```mlir
+    tile.wait_flag %flag : !tile.ptr<i32>
+    ```
+  }];
+  let arguments = (ins Tile_Ptr:$flag);
+  let assemblyFormat = "$flag attr-dict `:` type($flag)";
+  let hasVerifier = 1;
+}
+
 def Tile_ExpandDimsOp : Tile_Op<"expand_dims", [Pure]> {
   let summary = "Insert a dimension of size 1 into a tensor";
   let description = [{
