@@ -70,3 +70,19 @@ func.func @addptr_shape_mismatch(%p: tensor<8x!tile.ptr<f32>>, %o: tensor<4xi32>
   %q = "tile.addptr"(%p, %o) : (tensor<8x!tile.ptr<f32>>, tensor<4xi32>) -> tensor<8x!tile.ptr<f32>>
   return
 }
+
+// -----
+
+func.func @flag_not_i32(%flag: !tile.ptr<f32>) {
+  // expected-error @+1 {{flags are i32, got a pointer to 'f32'}}
+  tile.signal_flag %flag : !tile.ptr<f32>
+  return
+}
+
+// -----
+
+func.func @wait_flag_not_i32(%flag: !tile.ptr<i64>) {
+  // expected-error @+1 {{flags are i32, got a pointer to 'i64'}}
+  tile.wait_flag %flag : !tile.ptr<i64>
+  return
+}

@@ -32,3 +32,13 @@ func.func @all_ops(%p: !tile.ptr<f16>, %n: i32) attributes {tile.kernel} {
   tile.store %q, %v : !tile.ptr<f16>
   return
 }
+
+// CHECK-LABEL: func.func @flags
+// CHECK-SAME: (%[[F:.+]]: !tile.ptr<i32>)
+func.func @flags(%flag: !tile.ptr<i32>) attributes {tile.kernel} {
+  // CHECK: tile.signal_flag %[[F]] : !tile.ptr<i32>
+  tile.signal_flag %flag : !tile.ptr<i32>
+  // CHECK: tile.wait_flag %[[F]] : !tile.ptr<i32>
+  tile.wait_flag %flag : !tile.ptr<i32>
+  return
+}

@@ -125,7 +125,7 @@ def Tile_SignalFlagOp : Tile_Op<"signal_flag", [MemoryEffects<[MemRead<DefaultRe
     ```
   }];
   let arguments = (ins Tile_Ptr:$flag);
-  let assemblyFormat = "$flag attr-dict `:` type($flag)";
+  let assemblyFormat = "$flag attr-dict `:` qualified(type($flag))";
   let hasVerifier = 1;
 }
 
@@ -142,7 +142,7 @@ def Tile_WaitFlagOp : Tile_Op<"wait_flag", [MemoryEffects<[MemRead<DefaultResour
     ```
   }];
   let arguments = (ins Tile_Ptr:$flag);
-  let assemblyFormat = "$flag attr-dict `:` type($flag)";
+  let assemblyFormat = "$flag attr-dict `:` qualified(type($flag))";
   let hasVerifier = 1;
 }
 
