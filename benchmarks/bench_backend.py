@@ -13,11 +13,15 @@ default, every GEMM on tile: tile's kernels against Inductor's), or "auto" (tile
 its verdict says it wins) and "never", written with a suffix of their own. Prints a
 table, writes results/bench_backend_<device>_<dtype>.json and .png; speed-ups are eager's
 time over each compiled one. Each compiled variant is checked against eager first, and its
-first call (the compile) is timed apart.
+first call (the compile) is timed apart. Eager and the two backends are then timed round by
+round, interleaved (common.interleaved_seconds, at least 20 rounds), so that a busy moment
+of the machine falls on all three alike; medians are reported, and IQR is the interquartile
+range of tile/inductor over the rounds, relative to its median.
 """
 
 import argparse
 import json
+import statistics
 import time
 
 import torch
@@ -26,7 +30,7 @@ import torch.nn.functional as F
 
 import torch_tile
 
-from common import median_seconds, write_results
+from common import interleaved_seconds, spread, write_results
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 # Largest ||compiled - eager||_F / ||eager||_F accepted, as in bench_matmul.py.
@@ -116,8 +120,8 @@ def measure(size, dtype, device, args):
     for workload in ("forward", "train"):
         eager_fn = workloads(model, x, out_grad)[workload]
         reference = eager_fn()
-        row = {"batch": batch, "dim": dim, "hidden": hidden, "workload": workload,
-               "eager_s": median_seconds(eager_fn, device, budget_s=args.budget)}
+        row = {"batch": batch, "dim": dim, "hidden": hidden, "workload": workload}
+        fns = {"eager": eager_fn}
         for backend in BACKENDS:
             fn = workloads(variants[backend], x, out_grad)[workload]
             out, first_call_s = timed_first_call(fn, device)
@@ -125,9 +129,19 @@ def measure(size, dtype, device, args):
             if not error <= MAX_REL_ERROR[dtype]:
                 raise SystemExit(f"{backend} {workload} {size}: relative error {error:.3g} "
                                  f"against eager exceeds {MAX_REL_ERROR[dtype]:g}")
-            seconds = median_seconds(fn, device, budget_s=args.budget)
-            row.update({f"{backend}_s": seconds, f"{backend}_speedup": row["eager_s"] / seconds,
-                        f"{backend}_first_call_s": first_call_s, f"{backend}_rel_error": error})
+            row.update({f"{backend}_first_call_s": first_call_s, f"{backend}_rel_error": error})
+            fns[backend] = fn
+        # Eager and both backends timed round by round, interleaved.
+        samples = interleaved_seconds(fns, device, budget_s=args.budget * len(fns))
+        for name, times in samples.items():
+            row.update({f"{name}_s": statistics.median(times), f"{name}_spread": spread(times),
+                        f"{name}_rounds": len(times)})
+        for backend in BACKENDS:
+            row[f"{backend}_speedup"] = row["eager_s"] / row[f"{backend}_s"]
+        # tile against Inductor round by round: the spread of the ratio itself.
+        ratios = [i / t for i, t in zip(samples["inductor"], samples["tile"])]
+        row["tile_over_inductor"] = statistics.median(ratios)
+        row["tile_over_inductor_spread"] = spread(ratios)
         rows.append(row)
     return rows
 
@@ -145,7 +159,7 @@ def main():
           f"{'without' if args.no_first_bias else 'with'} bias, backend_matmul="
           f"{args.backend_matmul}")
     print(f"{'batch x dim x hidden':<22} {'workload':<8} {'eager ms':>9} {'inductor ms':>12} "
-          f"{'tile ms':>9} {'inductor x':>10} {'tile x':>7} {'tile/inductor':>13}")
+          f"{'tile ms':>9} {'inductor x':>10} {'tile x':>7} {'tile/inductor':>13} {'IQR':>6}")
     rows = []
     for size in sizes:
         for row in measure(size, dtype, device, args):
@@ -153,7 +167,8 @@ def main():
             print(f"{'x'.join(map(str, size)):<22} {row['workload']:<8} "
                   f"{row['eager_s'] * 1e3:>9.3f} {row['inductor_s'] * 1e3:>12.3f} "
                   f"{row['tile_s'] * 1e3:>9.3f} {row['inductor_speedup']:>9.2f}x "
-                  f"{row['tile_speedup']:>6.2f}x {row['inductor_s'] / row['tile_s']:>12.2f}x")
+                  f"{row['tile_speedup']:>6.2f}x {row['tile_over_inductor']:>12.2f}x "
+                  f"{row['tile_over_inductor_spread']:>5.0%}")
 
     def plot(axis):
         labels = ["x".join(map(str, s)) for s in sizes]

@@ -39,6 +39,48 @@ def median_seconds(fn, device: torch.device, min_repeats: int = 10, budget_s: fl
     return statistics.median(samples)
 
 
+def interleaved_seconds(candidates: dict, device: torch.device, budget_s: float = 1.0,
+                        min_rounds: int = 20, batch_s: float = 2e-3) -> dict:
+    """Per-call wall seconds of each candidate, one sample per candidate per round, the
+    candidates interleaved (the order rotated by one each round), so that a drift of the
+    machine (another process, clocks, caches) hits all of them alike instead of whichever
+    was timed during it. Each sample times a batch of back-to-back calls lasting about
+    `batch_s` (from a calibrating call after a warm-up), synchronized once at its end.
+    Rounds go on until `budget_s` has passed and at least `min_rounds` were made.
+
+    Returns name -> list of per-call seconds, one per round."""
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    names = list(candidates)
+    calls = {}
+    for name in names:
+        candidates[name]()
+        sync()
+        start = time.perf_counter()
+        candidates[name]()
+        sync()
+        calls[name] = max(1, int(batch_s / max(time.perf_counter() - start, 1e-7)))
+    samples = {name: [] for name in names}
+    deadline = time.perf_counter() + budget_s
+    rounds = 0
+    while rounds < min_rounds or (time.perf_counter() < deadline and rounds < 10_000):
+        shift = rounds % len(names)
+        for name in names[shift:] + names[:shift]:
+            fn, count = candidates[name], calls[name]
+            start = time.perf_counter()
+            for _ in range(count):
+                fn()
+            sync()
+            samples[name].append((time.perf_counter() - start) / count)
+        rounds += 1
+    return samples
+
+
+def spread(samples) -> float:
+    """The interquartile range of `samples` over their median."""
+    quartiles = statistics.quantiles(samples, n=4)
+    return (quartiles[2] - quartiles[0]) / statistics.median(samples)
+
+
 def host_seconds_per_call(fn, device: torch.device, calls: int = 200, batches: int = 25):
     """The host's time per call of fn(): the median over batches of `calls` back-to-back
     calls, timed on the host with no synchronization inside a batch (one after it, so the
