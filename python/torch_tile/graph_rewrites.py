@@ -50,8 +50,9 @@ DEVICE_TYPES = ("cpu", "cuda")
 # device here once a measurement shows a size from which tile wins.
 VECTOR_ADD_MIN_ELEMENTS: dict[str, int] = {}
 
-# Whether to put a GEMM on tile: (op name, fake a, fake b) -> bool. None: every eligible one.
-GemmFilter = Callable[[str, torch.Tensor, torch.Tensor], bool] | None
+# Whether to put a GEMM on tile: (op name, fake a, fake b, bias=fake bias or None) -> bool.
+# None: every eligible one.
+GemmFilter = Callable[..., bool] | None
 
 # Kernels Inductor calls as they are: no pointwise kernel fuses into their inputs or outputs.
 _TILE_OPS = (tile.matmul.default, tile.matmul_leaky_relu.default,
@@ -181,7 +182,8 @@ def fuse_matmul_leaky_relu(graph: torch.fx.Graph, wanted: GemmFilter = None,
         if masks_read_elsewhere and (runtime or slope < 0):
             continue
         timed_here = timed and not runtime
-        if wanted is not None and not timed_here and not wanted("matmul_leaky_relu", _val(a), _val(b)):
+        if wanted is not None and not timed_here and not wanted("matmul_leaky_relu", _val(a), _val(b),
+                                                                bias=_val(bias)):
             continue
         # A slope that is a graph input is read by the kernel's call, from its 0-d tensor,
         # at run time: no value of it compiles again.
@@ -220,7 +222,7 @@ def matmul_to_tile(graph: torch.fx.Graph, wanted: GemmFilter = None) -> int:
         added = None
         if bias is not None and not _kernel_takes_bias(bias, b):
             bias, added = None, bias
-        if wanted is not None and not wanted("matmul", _val(a), _val(b)):
+        if wanted is not None and not wanted("matmul", _val(a), _val(b), bias=_val(bias)):
             continue
         product = _insert_after(node, tile.matmul.default, (a, b),
                                 {} if bias is None else {"bias": bias})

@@ -56,7 +56,8 @@ def backend_verdicts() -> list[dict]:
     """The "tile" backend's verdicts known to this process (torch_tile.config.backend_matmul
     = "auto"), one dict each. What was measured: ``op`` ("matmul" or "matmul_leaky_relu"),
     ``dtype`` ("float32"), ``bucket`` ((M, N, K), each the next power of two, as the
-    autotuner buckets), ``layout`` (a's then b's: N row-major, T column-major, S other). Where:
+    autotuner buckets), ``layout`` (a's then b's: N row-major, T column-major, S other),
+    ``bias`` (True for a GEMM with a bias added, timed against aten's addmm). Where:
     ``device_type``, ``device`` (the CPU target or the GPU's name or arch), ``threads`` (CPU),
     ``compiler``, ``build``, ``torch``, ``tuning``. The result: ``tile_ms`` and ``aten_ms``
     (median milliseconds per call; None when not measured here), ``choice`` ("tile" or
@@ -78,12 +79,13 @@ def backend_verdict_stats() -> dict:
 
 
 def set_backend_verdict(op: str, dtype: torch.dtype, shape: tuple[int, int, int], choice: str,
-                        *, device="cpu", layout: str = "NN") -> None:
+                        *, device="cpu", layout: str = "NN", bias: bool = False) -> None:
     """Pins, in memory, the verdict ("tile" or "aten") of the bucket of `shape` (M, N, K) for
-    `op` on `device` (as it is now: threads, tuning settings); the disk cache is untouched."""
+    `op` on `device` (as it is now: threads, tuning settings), with a bias added (a Linear's
+    addmm) or not; the disk cache is untouched."""
     from . import backend_choice
 
-    backend_choice.set_verdict(op, dtype, shape, choice, device=device, layout=layout)
+    backend_choice.set_verdict(op, dtype, shape, choice, device=device, layout=layout, bias=bias)
 
 
 def clear_backend_verdicts() -> None:

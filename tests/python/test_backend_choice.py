@@ -94,7 +94,7 @@ def test_the_fusion_and_addmm_follow_verdicts_of_their_own(fusion):
     # judged as a plain matmul. Linear's addmm reads its weight transposed (layout NT).
     runtime.set_backend_verdict("matmul_leaky_relu", F32, (32, 64, 48), fusion)
     runtime.set_backend_verdict("matmul", F32, (32, 64, 48), "tile")
-    runtime.set_backend_verdict("matmul", F32, (32, 16, 64), "tile", layout="NT")
+    runtime.set_backend_verdict("matmul", F32, (32, 16, 64), "tile", layout="NT", bias=True)
     linear = nn.Linear(64, 16)
 
     def layer(x, w):
@@ -123,13 +123,54 @@ class MLP(nn.Module):
         return self.down(F.leaky_relu(self.up(x), 0.1)) + x
 
 
+def test_a_gemm_with_a_bias_has_verdicts_of_its_own():
+    # aten adds a Linear's bias inside its GEMM (addmm), which can run faster than its
+    # plain mm: the verdict of the plain product of a bucket does not decide the Linear's.
+    runtime.set_backend_verdict("matmul", F32, (32, 16, 64), "tile", layout="NT")
+    runtime.set_backend_verdict("matmul", F32, (32, 16, 64), "aten", layout="NT", bias=True)
+    linear = nn.Linear(64, 16)
+
+    def both(x, w):
+        return linear(x), x @ w.t()
+
+    x, w = torch.randn(32, 64), torch.randn(16, 64)
+    with torch.no_grad():
+        compiled = torch.compile(both, backend="tile", fullgraph=True)
+        got, (code,) = run_and_get_code(compiled, x, w)
+        for g, want in zip(got, both(x, w), strict=True):
+            assert relative_error(g, want) < 1e-5
+    assert code.count("extern_kernels.addmm(") == 1
+    assert code.count("torch.ops.tile.matmul.default(") == 1
+    assert runtime.backend_verdict_stats()["timed"] == 0
+
+
+def test_a_gemm_with_a_bias_is_timed_against_aten_addmm(monkeypatch):
+    timed = []
+    measure = backend_choice._time
+
+    def spy(op, a, b, bias=None):
+        timed.append((op, None if bias is None else tuple(bias.shape)))
+        return measure(op, a, b, bias)
+
+    monkeypatch.setattr(backend_choice, "_time", spy)
+    linear = nn.Linear(64, 16)
+    x = torch.randn(32, 64)
+    with torch.no_grad():
+        got = torch.compile(linear, backend="tile", fullgraph=True)(x)
+        assert relative_error(got, linear(x)) < 1e-5
+    assert timed == [("matmul", (16,))]
+    (verdict,) = runtime.backend_verdicts()
+    assert (verdict["bias"], verdict["layout"], verdict["source"]) == (True, "NT", "timed")
+    assert verdict["tile_ms"] > 0 and verdict["aten_ms"] > 0
+
+
 @pytest.mark.parametrize("setting", ["always", "never"])
 def test_always_and_never_overrule_the_verdicts_and_match_eager(setting):
     # The forward's verdicts say the opposite of the setting; nothing is timed either way.
     contrary = "aten" if setting == "always" else "tile"
     runtime.set_backend_verdict("matmul_leaky_relu", F32, (32, 128, 64), contrary, layout="NT")
     runtime.set_backend_verdict("matmul", F32, (32, 128, 64), contrary, layout="NT")
-    runtime.set_backend_verdict("matmul", F32, (32, 64, 128), contrary, layout="NT")
+    runtime.set_backend_verdict("matmul", F32, (32, 64, 128), contrary, layout="NT", bias=True)
     model = MLP()
     x, out_grad = torch.randn(32, 64), torch.randn(32, 64)
     with config.patch(backend_matmul=setting):

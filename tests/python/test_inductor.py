@@ -192,7 +192,7 @@ def test_max_autotune_times_a_linear_with_bias_and_leaky_relu_too(benchmarked):
     x, w, bias = torch.randn(64, 96), torch.randn(80, 96), torch.randn(80)
     try:
         runtime.set_backend_verdict("matmul_leaky_relu", torch.float32, (64, 80, 96), "aten",
-                                    layout="NT")
+                                    layout="NT", bias=True)
         with torch_tile.config.patch(backend_matmul="auto"), config.patch(max_autotune=True):
             got = torch.compile(linear_leaky_layer)(x, w, bias)
         assert runtime.backend_verdict_stats()["timed"] == 0, "no verdict was needed"
