@@ -128,23 +128,33 @@ def test_runs_on_the_current_stream():
     assert relative_error(total, 2 * (a.double() @ b.double())) <= 2e-3
 
 
-def test_cuda_graph_capture_and_replay():
-    a, b = matrices((256, 256, 128), torch.float16)
-    torch.ops.tile.matmul_leaky_relu(a, b, 0.1)  # compile and load before capture
+def replays_match_torch(shape, replays, eager_too=False):
+    """matmul_leaky_relu(a, b, 0.1) captured into a CUDA graph (on a side stream, after a
+    first call that compiles, loads and tunes it), then replayed on new a and b, each
+    replay checked against float64 torch (and, with `eager_too`, a call outside the graph
+    on the same operands)."""
+    a, b = matrices(shape, torch.float16)
+    torch.ops.tile.matmul_leaky_relu(a, b, 0.1)
     graph = torch.cuda.CUDAGraph()
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
         with torch.cuda.graph(graph):
             out = torch.ops.tile.matmul_leaky_relu(a, b, 0.1)
-    for _ in range(2):
-        new_a, new_b = matrices((256, 256, 128), torch.float16)
+    for _ in range(replays):
+        new_a, new_b = matrices(shape, torch.float16)
         a.copy_(new_a)
         b.copy_(new_b)
         graph.replay()
         torch.cuda.synchronize()
         ref = F.leaky_relu(a.double() @ b.double(), 0.1)
         assert relative_error(out, ref) <= 2e-3
+        if eager_too:
+            assert relative_error(torch.ops.tile.matmul_leaky_relu(a, b, 0.1), ref) <= 2e-3
+
+
+def test_cuda_graph_capture_and_replay():
+    replays_match_torch((256, 256, 128), replays=2)
 
 
 def test_gpu_and_cpu_operands_are_rejected():
@@ -462,24 +472,7 @@ def test_stream_k_under_cuda_graph_capture(tmp_path):
     with config.patch(autotune=True, cache_dir=tmp_path / "cache",
                       autotune_configs={"matmul": {"cuda": [candidate]}}):
         runtime.clear_tuning()
-        a, b = matrices((1544, 3080, 1000), torch.float16)
-        torch.ops.tile.matmul_leaky_relu(a, b, 0.1)  # tune, compile and load before capture
-        graph = torch.cuda.CUDAGraph()
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            with torch.cuda.graph(graph):
-                out = torch.ops.tile.matmul_leaky_relu(a, b, 0.1)
-        for _ in range(3):
-            new_a, new_b = matrices((1544, 3080, 1000), torch.float16)
-            a.copy_(new_a)
-            b.copy_(new_b)
-            graph.replay()
-            torch.cuda.synchronize()
-            ref = F.leaky_relu(a.double() @ b.double(), 0.1)
-            assert relative_error(out, ref) <= 2e-3
-            eager = torch.ops.tile.matmul_leaky_relu(a, b, 0.1)
-            assert relative_error(eager, ref) <= 2e-3
+        replays_match_torch((1544, 3080, 1000), replays=3, eager_too=True)
         runtime.clear_tuning()
 
 

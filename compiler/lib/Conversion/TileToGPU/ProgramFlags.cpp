@@ -31,9 +31,16 @@ void onThreadZero(OpBuilder &b, Location loc, const Distribution &dist, function
   });
 }
 
-struct SignalFlagLowering : OpConversionPattern<SignalFlagOp> {
-  SignalFlagLowering(const TypeConverter &converter, MLIRContext *ctx, const Distribution &dist)
-      : OpConversionPattern(converter, ctx), dist(dist) {}
+/// A flag op's lowering: NVIDIA's, with the kernel's thread id.
+template <typename FlagOp>
+struct FlagLowering : OpConversionPattern<FlagOp> {
+  FlagLowering(const TypeConverter &converter, MLIRContext *ctx, const Distribution &dist)
+      : OpConversionPattern<FlagOp>(converter, ctx), dist(dist) {}
+  const Distribution &dist;
+};
+
+struct SignalFlagLowering : FlagLowering<SignalFlagOp> {
+  using FlagLowering::FlagLowering;
   LogicalResult matchAndRewrite(SignalFlagOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override {
     if (failed(requireNvidia(op, dist)))
       return failure();
@@ -46,12 +53,10 @@ struct SignalFlagLowering : OpConversionPattern<SignalFlagOp> {
     rewriter.eraseOp(op);
     return success();
   }
-  const Distribution &dist;
 };
 
-struct WaitFlagLowering : OpConversionPattern<WaitFlagOp> {
-  WaitFlagLowering(const TypeConverter &converter, MLIRContext *ctx, const Distribution &dist)
-      : OpConversionPattern(converter, ctx), dist(dist) {}
+struct WaitFlagLowering : FlagLowering<WaitFlagOp> {
+  using FlagLowering::FlagLowering;
   LogicalResult matchAndRewrite(WaitFlagOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override {
     if (failed(requireNvidia(op, dist)))
       return failure();
@@ -69,7 +74,6 @@ struct WaitFlagLowering : OpConversionPattern<WaitFlagOp> {
     rewriter.eraseOp(op);
     return success();
   }
-  const Distribution &dist;
 };
 
 } // namespace
