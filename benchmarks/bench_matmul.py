@@ -14,8 +14,8 @@ baseline applies leaky_relu in place, torch's cheapest way without fusion.
 
 CPU (default float32): square sizes 128 ... 4096 up to --max-size (4096). Before timing, each
 shape is checked once against torch (Frobenius norm), and the first call is timed after
-clearing the kernel cache, so it includes the compile. Repetitions adapt to --budget seconds
-(one timed call at the largest sizes), and a shape whose calls are predicted, from the shapes
+clearing the kernel cache, so it includes the compile. tile and torch are then timed
+interleaved, round by round, for about twice --budget seconds (at least 3 rounds), and a shape whose calls are predicted, from the shapes
 before it, to take longer than --max-call-seconds each is skipped: the default run takes a
 few minutes on two CPU cores.
 
@@ -56,7 +56,7 @@ import torch.nn.functional as F
 
 import torch_tile
 
-from common import L2_FLUSH_BYTES, cuda_interleaved_times, median_seconds, write_results
+from common import L2_FLUSH_BYTES, cuda_interleaved_times, interleaved_seconds, write_results
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 # Largest ||tile - torch||_F / ||torch||_F accepted: both results carry their own rounding.
@@ -178,10 +178,11 @@ def measure(shape, dtype, device, args):
             raise SystemExit(f"tile::{op} {m}x{n}x{k} {dtype}: relative error {error:.3g} "
                              f"against torch exceeds {MAX_REL_ERROR[dtype]:g}; not timing it")
         del out, ref
-        tile_s = median_seconds(tile_fn, device, repeats_within(args.budget, first_call_s),
-                                args.budget)
-        torch_s = median_seconds(torch_fn, device, repeats_within(args.budget, torch_once_s),
-                                 args.budget)
+        # Interleaved, round by round, so that a busy moment of the machine falls on both.
+        rounds = min(repeats_within(args.budget, first_call_s), repeats_within(args.budget, torch_once_s))
+        samples = interleaved_seconds({"tile": tile_fn, "torch": torch_fn}, device, 2 * args.budget,
+                                      min_rounds=max(3, rounds))
+        tile_s, torch_s = statistics.median(samples["tile"]), statistics.median(samples["torch"])
         rows.append({"op": op, "m": m, "n": n, "k": k, "dtype": str(dtype).removeprefix("torch."),
                      "tile_tflops": flops / tile_s / 1e12, "torch_tflops": flops / torch_s / 1e12,
                      "ratio": torch_s / tile_s, "tile_s": tile_s, "torch_s": torch_s,
@@ -498,7 +499,7 @@ def environment(device):
 
 
 def main_cpu(args, device, dtype):
-    """The CPU run: tile against torch, each timed on its own (common.median_seconds)."""
+    """The CPU run: tile against torch, interleaved round by round (common.interleaved_seconds)."""
     shapes = sorted({(s, s, s) for s in SQUARE_SIZES} | {tuple(s) for s in args.shape},
                     key=lambda s: (s[0] * s[1] * s[2], s))
     shapes = [s for s in shapes if max(s) <= args.max_size]
