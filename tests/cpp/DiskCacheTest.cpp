@@ -72,6 +72,7 @@ TEST_F(DiskCacheTest, StoresPrivatelyAndLoadsBack) {
   EXPECT_TRUE(loaded->tensorMaps.empty());
   EXPECT_FALSE(loaded->persistent);
   EXPECT_EQ(loaded->clusterCtas, 1);
+  EXPECT_EQ(loaded->streamKTileElements, 0);
   EXPECT_EQ(modeOf(root), 0700u);
   EXPECT_EQ(modeOf(entry(key)), 0700u);
   EXPECT_EQ(modeOf(entry(key) + "/binary"), 0600u);
@@ -89,13 +90,15 @@ TEST_F(DiskCacheTest, KeepsTheTensorMapsAndTheLaunchShapeAKernelTakes) {
   DiskCache cache(root);
   Binary binary = sampleBinary();
   binary.tensorMaps = {{0, 1, 64, 128, 128, 6}, {1, 0, 32, 256, 64, 9}};
-  binary.persistent = true; // launched one program per multiprocessor
-  binary.clusterCtas = 2;   // in whole clusters of two
+  binary.persistent = true;                // launched one program per multiprocessor
+  binary.clusterCtas = 2;                  // in whole clusters of two
+  binary.streamKTileElements = 128 * 256;  // with a stream-K workspace tile per program
   cache.store(key, binary);
   auto loaded = cache.load(key, Target::host());
   ASSERT_TRUE(loaded);
   EXPECT_TRUE(loaded->persistent);
   EXPECT_EQ(loaded->clusterCtas, 2);
+  EXPECT_EQ(loaded->streamKTileElements, 128 * 256);
   ASSERT_EQ(loaded->tensorMaps.size(), 2u);
   for (size_t i = 0; i < 2; ++i) {
     const TensorMapParameter &want = binary.tensorMaps[i], &got = loaded->tensorMaps[i];

@@ -143,6 +143,21 @@ TEST(MatmulArguments, TensorMapsFollowTheOtherArguments) {
   EXPECT_EQ(*static_cast<float *>(args[12]), 0.5f) << "the maps come after the slope";
   packed.withTensorMaps(maps, cache);
   EXPECT_EQ(encodes, 3) << "the second call finds all three maps";
+  // A stream-K kernel takes its workspace and flags between the packed arguments and the
+  // maps; a launch of another kernel with the same call's arguments drops them again.
+  alignas(16) static char workspace[16], flags[16];
+  packed.setStreamKWorkspace(workspace, flags);
+  args = packed.withTensorMaps(maps, cache);
+  ASSERT_EQ(packed.count, 15);
+  EXPECT_EQ(*static_cast<void **>(args[13]), static_cast<void *>(workspace));
+  EXPECT_EQ(*static_cast<void **>(args[14]), static_cast<void *>(flags));
+  const void *firstMap = nullptr;
+  std::memcpy(&firstMap, args[15], sizeof(void *));
+  EXPECT_EQ(firstMap, static_cast<const void *>(a));
+  packed.setStreamKWorkspace(workspace, flags); // again, for the next launch of the call
+  EXPECT_EQ(packed.count, 15);
+  packed.setStreamKWorkspace(nullptr, nullptr);
+  EXPECT_EQ(packed.count, 13);
   // A view the kernel's specialization promised a map for, but that none describes.
   MatmulArguments misaligned;
   misaligned.pack(matrix(a + 2, 256, 128, 128, 1, 2), bOperand, c, cStrides, nullptr, std::nullopt, 32);
