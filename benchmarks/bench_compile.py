@@ -79,7 +79,8 @@ def steady_call(op, device):
             calls = {"tile": lambda: torch.ops.tile.matmul_leaky_relu(a, b, 0.01),
                      "torch": lambda: torch.nn.functional.leaky_relu(torch.matmul(a, b), 0.01),
                      "torch_ops": lambda: aten.leaky_relu.default(aten.mm.default(a, b), 0.01)}
-    samples = interleaved_seconds(calls, torch.device(device), budget_s=1.5, min_rounds=25)
+    samples = interleaved_seconds(calls, torch.device(device), budget_s=1.5, min_rounds=25,
+                                  host_only=True)
     return {name: statistics.median(times) for name, times in samples.items()}
 
 

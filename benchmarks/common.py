@@ -40,13 +40,17 @@ def median_seconds(fn, device: torch.device, min_repeats: int = 10, budget_s: fl
 
 
 def interleaved_seconds(candidates: dict, device: torch.device, budget_s: float = 1.0,
-                        min_rounds: int = 20, batch_s: float = 2e-3) -> dict:
+                        min_rounds: int = 20, batch_s: float = 2e-3, host_only: bool = False) -> dict:
     """Per-call wall seconds of each candidate, one sample per candidate per round, the
     candidates interleaved (the order rotated by one each round), so that a drift of the
     machine (another process, clocks, caches) hits all of them alike instead of whichever
     was timed during it. Each sample times a batch of back-to-back calls lasting about
     `batch_s` (from a calibrating call after a warm-up), synchronized once at its end.
     Rounds go on until `budget_s` has passed and at least `min_rounds` were made.
+
+    host_only: the clock stops before that synchronization, so that on a GPU whose kernels
+    run faster than the host issues them (small ones) a sample is the host's own cost per
+    call: the binding, the dispatcher, the launch. On the CPU it is the whole call.
 
     Returns name -> list of per-call seconds, one per round."""
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
@@ -69,8 +73,10 @@ def interleaved_seconds(candidates: dict, device: torch.device, budget_s: float 
             start = time.perf_counter()
             for _ in range(count):
                 fn()
-            sync()
+            if not host_only:
+                sync()
             samples[name].append((time.perf_counter() - start) / count)
+            sync()
         rounds += 1
     return samples
 
@@ -79,26 +85,6 @@ def spread(samples) -> float:
     """The interquartile range of `samples` over their median."""
     quartiles = statistics.quantiles(samples, n=4)
     return (quartiles[2] - quartiles[0]) / statistics.median(samples)
-
-
-def host_seconds_per_call(fn, device: torch.device, calls: int = 200, batches: int = 25):
-    """The host's time per call of fn(): the median over batches of `calls` back-to-back
-    calls, timed on the host with no synchronization inside a batch (one after it, so the
-    device queue never fills). A device that runs each call faster than the host issues it
-    (small GPU kernels) leaves the host's own cost: the binding, the dispatcher, the launch.
-    On the CPU it is the whole call."""
-    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-    for _ in range(calls):
-        fn()
-    sync()
-    samples = []
-    for _ in range(batches):
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        samples.append((time.perf_counter() - start) / calls)
-        sync()
-    return statistics.median(samples)
 
 
 def write_results(name: str, device: torch.device, rows: list, plot) -> Path:
