@@ -137,29 +137,37 @@ Value addBias(MatmulBuilder &mb, Value acc, Value bias, Value biasStride, Value 
 /// in the persistent kernel's strided order (tile p, p + programs, ...: the tiles that
 /// run at once stay neighbours in the grouped order, sharing the L2), and the K steps of
 /// the last two waves' tiles, laid end to end (tile t's are [t * steps, (t + 1) *
-/// steps)), are split evenly over the programs, so that none waits out a partly filled
-/// wave. Each program's share spans at most three tiles, and each tile at most two
-/// shares (a share is more than a tile's steps). The program that runs a tile's first
-/// step finishes it: the one whose share starts inside it ran that part first, left
-/// its partial sum in the workspace and signalled; the finisher adds it once signalled.
+/// steps)), are split evenly over the programs: units = q * programs + r steps, the
+/// first r programs taking q + 1 of them and the others q, so that none waits out a
+/// partly filled wave. A share is at least a tile's steps (the split tiles outnumber
+/// the programs) and less than two tiles' (they are fewer than twice the programs), so
+/// each share spans at most three tiles and each tile at most two shares. The program
+/// that runs a tile's first step finishes it: the one whose share starts inside it ran
+/// that part first, left its partial sum in the workspace and signalled; the finisher
+/// adds it once signalled.
+///
+/// All of it is 32-bit arithmetic: the builder takes stream-K only with 32-bit indices,
+/// where a problem's steps times its programs stay far below 2^31, and a 64-bit
+/// division on NVIDIA is a call into a runtime helper, which makes the driver's compiler
+/// serialize the kernel's warpgroup MMAs.
 struct StreamKShare {
-  Value program, programs, steps; ///< i64
-  Value units;                    ///< i64: the split tiles' steps
-  Value start, end;               ///< i64: this program's share of them [start, end)
-  Value programIndex;             ///< the program id, of the index type
-  Value tile;                     ///< the walk's tile (index type)
-  Value tileStart;                ///< i64: the tile's first step among the split ones
-  Value kBegin, kEnd;             ///< i64: the tile's steps this program runs (0 .. steps)
+  Value program, programs, steps; ///< i32
+  Value quotient, remainder;      ///< i32: the split tiles' steps, q * programs + r
+  Value start, end;               ///< i32: this program's share of them [start, end)
+  Value tile;                     ///< i32: the walk's tile
+  Value tileStart;                ///< i32: the tile's first step among the split ones
+  Value kBegin, kEnd;             ///< i32: the tile's steps this program runs (0 .. steps)
   Value firstStep, endStep;       ///< index type: the K loop's bounds, the program's steps
   Value stepShift;                ///< index type: loop count - shift = the tile's own step
 
   /// The walk over program `pid`'s whole tiles, then over the tiles its share of the
-  /// split ones touches; the builder is left in its body.
+  /// split ones touches (all i32, `steps` of the index type); the builder is left in
+  /// its body.
   static StreamKShare of(MatmulBuilder &mb, Value pid, Value programs, Value tiles, Value steps) {
     OpBuilder &b = mb.b;
     Location loc = mb.loc;
     StreamKShare s;
-    auto c = [&](int64_t v) { return s.constant(b, loc, v); };
+    auto c = [&](int64_t v) { return constant(b, loc, v); };
     auto add = [&](Value x, Value y) { return arith::AddIOp::create(b, loc, x, y).getResult(); };
     auto sub = [&](Value x, Value y) { return arith::SubIOp::create(b, loc, x, y).getResult(); };
     auto mul = [&](Value x, Value y) { return arith::MulIOp::create(b, loc, x, y).getResult(); };
@@ -168,33 +176,34 @@ struct StreamKShare {
       return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, x, y).getResult();
     };
     auto select = [&](Value when, Value x, Value y) { return arith::SelectOp::create(b, loc, when, x, y).getResult(); };
-    s.programIndex = pid;
-    s.program = s.wide(b, loc, pid);
-    s.programs = s.wide(b, loc, programs);
+    s.program = pid;
+    s.programs = programs;
     // K = 0 still has one (empty, masked) step per tile: its programs store zeros.
-    s.steps = arith::MaxSIOp::create(b, loc, s.wide(b, loc, steps), c(1));
-    Value allTiles = s.wide(b, loc, tiles);
-    Value lastWave = arith::RemSIOp::create(b, loc, allTiles, s.programs);
-    Value splits = arith::AndIOp::create(b, loc, less(s.programs, allTiles),
+    if (steps.getType() != b.getI32Type())
+      steps = arith::TruncIOp::create(b, loc, b.getI32Type(), steps);
+    s.steps = arith::MaxSIOp::create(b, loc, steps, c(1));
+    Value lastWave = arith::RemSIOp::create(b, loc, tiles, programs);
+    Value splits = arith::AndIOp::create(b, loc, less(programs, tiles),
                                          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, lastWave, c(0)));
-    Value splitTiles = select(splits, add(lastWave, s.programs), c(0));
-    Value wholeTiles = sub(allTiles, splitTiles);
+    Value splitTiles = select(splits, add(lastWave, programs), c(0));
+    Value wholeTiles = sub(tiles, splitTiles);
     // Whole tiles p, p + programs, ... below wholeTiles.
-    Value wholeCount = select(less(s.program, wholeTiles),
-                              div(add(sub(wholeTiles, s.program), sub(s.programs, c(1))), s.programs), c(0));
-    s.units = mul(splitTiles, s.steps);
-    s.start = s.shareStart(b, loc, s.program);
-    s.end = s.shareStart(b, loc, add(s.program, c(1)));
+    Value wholeCount = select(less(pid, wholeTiles), div(add(sub(wholeTiles, pid), sub(programs, c(1))), programs), c(0));
+    Value units = mul(splitTiles, s.steps);
+    s.quotient = div(units, programs);
+    s.remainder = arith::RemSIOp::create(b, loc, units, programs);
+    s.start = s.shareStart(b, loc, pid);
+    s.end = s.shareStart(b, loc, add(pid, c(1)));
     Value firstSplit = div(s.start, s.steps);
     Value lastSplit = div(add(s.end, sub(s.steps, c(1))), s.steps);
     Value empty = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, s.start, s.end);
     Value splitCount = select(empty, c(0), sub(lastSplit, firstSplit));
-    auto walk = scf::ForOp::create(b, loc, mb.constant(0), s.narrow(mb, add(wholeCount, splitCount)), mb.constant(1));
+    auto walk = scf::ForOp::create(b, loc, c(0), add(wholeCount, splitCount), c(1));
     b.setInsertionPoint(walk.getBody()->getTerminator());
-    Value item = s.wide(b, loc, walk.getInductionVar());
+    Value item = walk.getInductionVar();
     Value whole = less(item, wholeCount);
     Value splitTile = add(firstSplit, sub(item, wholeCount)); // among the split tiles
-    s.tile = s.narrow(mb, select(whole, add(s.program, mul(item, s.programs)), add(wholeTiles, splitTile)));
+    s.tile = select(whole, add(pid, mul(item, programs)), add(wholeTiles, splitTile));
     s.tileStart = mul(splitTile, s.steps);
     Value from = arith::MaxSIOp::create(b, loc, s.start, s.tileStart);
     Value to = arith::MinSIOp::create(b, loc, s.end, add(s.tileStart, s.steps));
@@ -202,9 +211,9 @@ struct StreamKShare {
     s.kEnd = select(whole, s.steps, sub(to, s.tileStart));
     // The program's steps before this tile: its whole tiles', then its share's.
     Value before = select(whole, mul(item, s.steps), add(mul(wholeCount, s.steps), sub(from, s.start)));
-    s.firstStep = s.narrow(mb, before);
-    s.endStep = s.narrow(mb, add(before, sub(s.kEnd, s.kBegin)));
-    s.stepShift = s.narrow(mb, sub(before, s.kBegin));
+    s.firstStep = indexOf(mb, before);
+    s.endStep = indexOf(mb, add(before, sub(s.kEnd, s.kBegin)));
+    s.stepShift = indexOf(mb, sub(before, s.kBegin));
     return s;
   }
 
@@ -215,74 +224,75 @@ struct StreamKShare {
     OpBuilder &b = mb.b;
     Location loc = mb.loc;
     auto tilePointers = [&](Value slot) {
-      Value first = arith::MulIOp::create(b, loc, slot, mb.constant(blockM * blockN));
+      Value first = arith::MulIOp::create(b, loc, indexOf(mb, slot), mb.constant(blockM * blockN));
       Value base = tt::AddPtrOp::create(b, loc, workspace.getType(), workspace, first);
       return mb.block(base, mb.lanes(mb.constant(0), blockM), mb.constant(blockN), mb.constant(blockM),
                       mb.lanes(mb.constant(0), blockN), mb.constant(1), mb.constant(blockN))
           .first;
     };
-    auto flagOf = [&](Value slot) { return tt::AddPtrOp::create(b, loc, flags.getType(), flags, slot).getResult(); };
+    auto flagOf = [&](Value slot) {
+      return tt::AddPtrOp::create(b, loc, flags.getType(), flags, indexOf(mb, slot)).getResult();
+    };
     Value finishes = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, kBegin, constant(b, loc, 0));
     auto split = scf::IfOp::create(b, loc, finishes, /*withElseRegion=*/true);
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(split.thenBlock());
-      // Programs program + 1 .. the one whose share holds the tile's last step started
-      // inside it (where this share stops short of its end); one with an empty share
-      // (more programs than steps) signals nothing.
-      Value tileEnd = arith::AddIOp::create(b, loc, tileStart, steps);
-      Value lastOwner = arith::DivSIOp::create(
-          b, loc,
-          arith::SubIOp::create(b, loc, arith::MulIOp::create(b, loc, tileEnd, programs), constant(b, loc, 1)),
-          arith::MaxSIOp::create(b, loc, units, constant(b, loc, 1)));
+      // Programs program + 1 .. the owner of the tile's last step started inside it
+      // (where this share stops short of its end).
       Value next = arith::AddIOp::create(b, loc, program, constant(b, loc, 1));
       Value shortOfEnd = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, kEnd, steps);
+      Value lastStep = arith::SubIOp::create(b, loc, arith::AddIOp::create(b, loc, tileStart, steps),
+                                             constant(b, loc, 1));
       Value stop = arith::SelectOp::create(b, loc, shortOfEnd,
-                                           arith::AddIOp::create(b, loc, lastOwner, constant(b, loc, 1)), next);
-      auto others = scf::ForOp::create(b, loc, narrow(mb, next), narrow(mb, stop), mb.constant(1), ValueRange{acc});
+                                           arith::AddIOp::create(b, loc, owner(b, loc, lastStep), constant(b, loc, 1)),
+                                           next);
+      auto others = scf::ForOp::create(b, loc, next, stop, constant(b, loc, 1), ValueRange{acc});
       {
         OpBuilder::InsertionGuard inner(b);
         b.setInsertionPointToStart(others.getBody());
         Value other = others.getInductionVar();
-        Value otherWide = wide(b, loc, other);
-        Value holds = arith::CmpIOp::create(
-            b, loc, arith::CmpIPredicate::slt, shareStart(b, loc, otherWide),
-            shareStart(b, loc, arith::AddIOp::create(b, loc, otherWide, constant(b, loc, 1))));
         Value sum = others.getRegionIterArg(0);
-        auto added = scf::IfOp::create(
-            b, loc, holds,
-            [&](OpBuilder &b, Location loc) {
-              tt::WaitFlagOp::create(b, loc, flagOf(other));
-              Value partial = tt::LoadOp::create(b, loc, tilePointers(other));
-              Value total = isa<FloatType>(cast<RankedTensorType>(sum.getType()).getElementType())
-                                ? Value(arith::AddFOp::create(b, loc, sum, partial))
-                                : Value(arith::AddIOp::create(b, loc, sum, partial));
-              scf::YieldOp::create(b, loc, total);
-            },
-            [&](OpBuilder &b, Location loc) { scf::YieldOp::create(b, loc, sum); });
-        scf::YieldOp::create(b, loc, added.getResult(0));
+        tt::WaitFlagOp::create(b, loc, flagOf(other));
+        Value partial = tt::LoadOp::create(b, loc, tilePointers(other));
+        Value total = isa<FloatType>(cast<RankedTensorType>(sum.getType()).getElementType())
+                          ? Value(arith::AddFOp::create(b, loc, sum, partial))
+                          : Value(arith::AddIOp::create(b, loc, sum, partial));
+        scf::YieldOp::create(b, loc, total);
       }
       epilogue(others.getResult(0));
     }
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(split.elseBlock());
-    tt::StoreOp::create(b, loc, tilePointers(programIndex), acc, Value());
-    tt::SignalFlagOp::create(b, loc, flagOf(programIndex));
+    tt::StoreOp::create(b, loc, tilePointers(program), acc, Value());
+    tt::SignalFlagOp::create(b, loc, flagOf(program));
   }
 
 private:
-  Value constant(OpBuilder &b, Location loc, int64_t v) const {
-    return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v);
+  static Value constant(OpBuilder &b, Location loc, int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v);
   }
-  Value wide(OpBuilder &b, Location loc, Value v) const {
-    return v.getType().isInteger(64) ? v : arith::ExtSIOp::create(b, loc, b.getI64Type(), v).getResult();
+  static Value indexOf(MatmulBuilder &mb, Value v) {
+    return mb.index.isInteger(32) ? v : arith::ExtSIOp::create(mb.b, mb.loc, mb.index, v).getResult();
   }
-  Value narrow(MatmulBuilder &mb, Value v) const {
-    return mb.index.isInteger(64) ? v : arith::TruncIOp::create(mb.b, mb.loc, mb.index, v).getResult();
+  /// The first step of program p's share: p * q + min(p, r).
+  Value shareStart(OpBuilder &b, Location loc, Value p) const {
+    return arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, p, quotient),
+                                 arith::MinSIOp::create(b, loc, p, remainder));
   }
-  /// The first step of program q's share: q * units / programs.
-  Value shareStart(OpBuilder &b, Location loc, Value q) const {
-    return arith::DivSIOp::create(b, loc, arith::MulIOp::create(b, loc, q, units), programs);
+  /// The program whose share holds split step `step`: the first r shares have q + 1
+  /// steps, the rest q (at least one: there are more split steps than programs).
+  Value owner(OpBuilder &b, Location loc, Value step) const {
+    Value one = constant(b, loc, 1);
+    Value longShare = arith::AddIOp::create(b, loc, quotient, one);
+    Value longSteps = arith::MulIOp::create(b, loc, remainder, longShare);
+    Value inLong = arith::DivSIOp::create(b, loc, step, longShare);
+    Value inShort = arith::AddIOp::create(
+        b, loc, remainder,
+        arith::DivSIOp::create(b, loc, arith::SubIOp::create(b, loc, step, longSteps),
+                               arith::MaxSIOp::create(b, loc, quotient, one)));
+    Value isLong = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, step, longSteps);
+    return arith::SelectOp::create(b, loc, isLong, inLong, inShort);
   }
 };
 
@@ -346,9 +356,13 @@ OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) 
   }
   // Stream-K (a persistent kernel whose programs take equal shares of all tiles' K
   // steps): its workspace (one accumulator tile per program) and a flag per program.
-  bool streamK = spec.config.count("stream_k") && spec.knob("stream_k") != 0;
-  if (spec.config.count("stream_k") && spec.knob("stream_k") != 0 && spec.knob("stream_k") != 1)
+  bool streamKAsked = spec.config.count("stream_k") && spec.knob("stream_k") != 0;
+  if (streamKAsked && spec.knob("stream_k") != 1)
     throw std::invalid_argument(spec.op + " stream_k must be 0 or 1, got " + std::to_string(spec.knob("stream_k")));
+  // With 64-bit indices (an operand past 2^31 elements) the kernel walks whole tiles:
+  // its share arithmetic stays 32-bit only where indices are (see StreamKShare), and
+  // such problems make enough tiles that a partly filled last wave costs little.
+  bool streamK = streamKAsked && indexBits == 32;
   unsigned workspaceArg = argTypes.size();
   if (streamK) {
     argTypes.push_back(tt::PointerType::get(&context, accElement));
@@ -421,20 +435,27 @@ OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) 
   if (clusterCtas > 1)
     func->setAttr(mlir::tile::kClusterCtasAttrName, b.getI64IntegerAttr(clusterCtas));
   bool persistent = spec.config.count("persistent") && spec.knob("persistent") != 0;
-  if (streamK && (!persistent || clusterCtas != 1))
+  if (streamKAsked && (!persistent || clusterCtas != 1))
     throw std::invalid_argument(spec.op + " stream_k=1 splits the K steps of a persistent kernel's tiles over its "
                                 "programs; it needs persistent=1 and num_ctas=1");
-  Value pid = tt::ProgramIdOp::create(b, loc, b.getI32Type(), 0);
-  if (index != pid.getType())
-    pid = arith::ExtSIOp::create(b, loc, index, pid);
-  Value programsM = mb.ceilDiv(m, blockM), programsN = mb.ceilDiv(n, blockN);
-  Value rank = mb.constant(0);
+  // Tile numbers, and the walk over them, are 32-bit whatever the index width: a
+  // non-persistent grid has a program per tile and stops below 2^31, and a 64-bit
+  // division on NVIDIA is a call into a runtime helper, which makes the driver's
+  // compiler serialize the kernel's warpgroup MMAs.
+  Type i32 = b.getI32Type();
+  MatmulBuilder tiling(b, loc, i32);
+  auto toI32 = [&](Value v) {
+    return v.getType() == i32 ? v : arith::TruncIOp::create(b, loc, i32, v).getResult();
+  };
+  Value pid = tt::ProgramIdOp::create(b, loc, i32, 0);
+  Value programsM = toI32(mb.ceilDiv(m, blockM)), programsN = toI32(mb.ceilDiv(n, blockN));
+  Value rank = tiling.constant(0);
   Value clusterRowsM = programsM;
   int64_t clusterGroupM = groupM;
   if (clusterCtas > 1) {
-    rank = arith::RemSIOp::create(b, loc, pid, mb.constant(clusterCtas));
-    pid = arith::DivSIOp::create(b, loc, pid, mb.constant(clusterCtas));
-    clusterRowsM = mb.ceilDiv(programsM, clusterCtas);
+    rank = arith::RemSIOp::create(b, loc, pid, tiling.constant(clusterCtas));
+    pid = arith::DivSIOp::create(b, loc, pid, tiling.constant(clusterCtas));
+    clusterRowsM = tiling.ceilDiv(programsM, clusterCtas);
     clusterGroupM = std::max<int64_t>(1, groupM / clusterCtas);
   }
   // Persistent: each program walks the tiles pid, pid + programs, ... (the launcher
@@ -444,11 +465,9 @@ OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) 
   std::optional<StreamKShare> share;
   if (persistent) {
     func->setAttr(mlir::tile::kPersistentAttrName, b.getUnitAttr());
-    Value programs = tt::NumProgramsOp::create(b, loc, b.getI32Type(), 0);
-    if (index != programs.getType())
-      programs = arith::ExtSIOp::create(b, loc, index, programs);
+    Value programs = tt::NumProgramsOp::create(b, loc, i32, 0);
     if (clusterCtas > 1)
-      programs = arith::DivSIOp::create(b, loc, programs, mb.constant(clusterCtas));
+      programs = arith::DivSIOp::create(b, loc, programs, tiling.constant(clusterCtas));
     Value tiles = arith::MulIOp::create(b, loc, clusterRowsM, programsN);
     if (streamK) {
       func->setAttr(mlir::tile::kStreamKAttrName, b.getI64IntegerAttr(blockM * blockN));
@@ -461,16 +480,20 @@ OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) 
     }
   }
   // Grouped order: GROUP_M block rows share each block column before moving on.
-  Value perGroup = arith::MulIOp::create(b, loc, mb.constant(clusterGroupM), programsN);
+  Value perGroup = arith::MulIOp::create(b, loc, tiling.constant(clusterGroupM), programsN);
   Value group = arith::DivSIOp::create(b, loc, pid, perGroup);
-  Value firstM = arith::MulIOp::create(b, loc, group, mb.constant(clusterGroupM));
+  Value firstM = arith::MulIOp::create(b, loc, group, tiling.constant(clusterGroupM));
   Value groupRows = arith::MinSIOp::create(
-      b, loc, arith::SubIOp::create(b, loc, clusterRowsM, firstM), mb.constant(clusterGroupM));
+      b, loc, arith::SubIOp::create(b, loc, clusterRowsM, firstM), tiling.constant(clusterGroupM));
   Value inGroup = arith::RemSIOp::create(b, loc, pid, perGroup);
   Value pidM = arith::AddIOp::create(b, loc, firstM, arith::RemSIOp::create(b, loc, inGroup, groupRows));
   Value pidN = arith::DivSIOp::create(b, loc, inGroup, groupRows);
   if (clusterCtas > 1)
-    pidM = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, pidM, mb.constant(clusterCtas)), rank);
+    pidM = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, pidM, tiling.constant(clusterCtas)), rank);
+  if (index != i32) {
+    pidM = arith::ExtSIOp::create(b, loc, index, pidM);
+    pidN = arith::ExtSIOp::create(b, loc, index, pidN);
+  }
 
   Value rows = mb.lanes(arith::MulIOp::create(b, loc, pidM, mb.constant(blockM)), blockM);
   Value cols = mb.lanes(arith::MulIOp::create(b, loc, pidN, mb.constant(blockN)), blockN);

@@ -342,6 +342,31 @@ TEST(WarpgroupMma, StreamKNeedsThePersistentKernel) {
   }
 }
 
+TEST(WarpgroupMma, TileSchedulingNeedsNo64BitDivision) {
+  // A 64-bit division or remainder on NVIDIA is a call into a runtime helper, and a call
+  // in a kernel makes the driver's compiler serialize its warpgroup MMAs (each wgmma
+  // waited for before the next: 20% of the H100's 4224x4096x4096 time). The tile walk,
+  // the grouped order and stream-K's shares count in 32 bits, whatever the index width.
+  for (int64_t indexBits : {32, 64}) {
+    auto config = alignedConfig("f16");
+    config["index_bits"] = indexBits;
+    for (const auto &kernel : {config, specialized(config, true), streamK(config)}) {
+      std::string ptx = ptxOf("f16", kernel);
+      for (const char *wide : {"div.s64", "div.u64", "rem.s64", "rem.u64"})
+        EXPECT_EQ(ptx.find(wide), std::string::npos) << wide << " with index_bits=" << indexBits;
+      EXPECT_EQ(ptx.find("call"), std::string::npos) << "index_bits=" << indexBits;
+    }
+  }
+  // With 64-bit indices stream-K's share arithmetic would not stay in 32 bits: the
+  // kernel walks whole tiles instead and takes no workspace.
+  auto wide = streamK(alignedConfig("f16"));
+  wide["index_bits"] = 64;
+  Binary binary = binaryOf("f16", wide);
+  EXPECT_TRUE(binary.persistent);
+  EXPECT_EQ(binary.streamKTileElements, 0);
+  EXPECT_EQ(asmOf(binary).find("ld.acquire.gpu"), std::string::npos);
+}
+
 /// `config` warp-specialized, in clusters of two blocks.
 std::map<std::string, int64_t> clustered(std::map<std::string, int64_t> config, bool persistent) {
   config = specialized(config, persistent);

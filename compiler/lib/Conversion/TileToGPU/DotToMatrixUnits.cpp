@@ -143,6 +143,9 @@ PipelinePlans mlir::tile::gpu_lowering::planPipelines(Operation *kernel, int64_t
       Value walked = arith::DivSIOp::create(
           outside, loc, arith::SubIOp::create(outside, loc, walk.getInductionVar(), walk.getLowerBound()),
           walk.getStep());
+      // The walk over tiles counts in 32 bits whatever the index width of the K loop.
+      if (walked.getType() != ivType)
+        walked = arith::ExtSIOp::create(outside, loc, ivType, walked);
       Value span = arith::SubIOp::create(outside, loc, loop.getUpperBound(), loop.getLowerBound());
       Value trips = arith::DivSIOp::create(
           outside, loc,
