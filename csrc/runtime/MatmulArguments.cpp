@@ -28,6 +28,9 @@ int64_t tile::runtime::divisibility16Bits(std::initializer_list<const StridedOpe
   int64_t bits = 0, bit = 0;
   for (const StridedOperand *operand : operands) {
     bool aligned = reinterpret_cast<uintptr_t>(operand->data) % 16 == 0;
+    // An empty operand (K = 0) has nothing to copy, and no tensor map describes it.
+    for (int64_t d = 0; d < operand->dims; ++d)
+      aligned = aligned && operand->sizes[d] > 0;
     for (int64_t d = 0; d < 2; ++d) {
       if (operand->strides[d] == 1 || operand->sizes[d] == 1)
         continue;

@@ -27,7 +27,8 @@ int64_t unitStrideBits(std::initializer_list<const StridedOperand *> operands);
 /// other than 1 spans a multiple of 16 bytes: the kernel may then copy and store 16-byte
 /// runs with no run-time alignment check (Triton's divisibility-16 specialization). Also
 /// required: rows along the unit-stride dimension that do not overlap (not a broadcast's
-/// stride 0), so that a tensor map describes the operand and bulk tensor copies may read it.
+/// stride 0), so that a tensor map describes the operand and bulk tensor copies may read it,
+/// and an operand that is not empty.
 int64_t divisibility16Bits(std::initializer_list<const StridedOperand *> operands);
 
 /// 32 where M, N, K and the largest offset of a, b, c and the bias (when there is one)

@@ -64,6 +64,11 @@ TEST(MatmulArguments, LayoutBitsFollowStridesAndAlignment) {
   StridedOperand broadcast = matrix(storage, 16, 32, 0, 1, 2);
   StridedOperand overlapping = matrix(storage, 16, 32, 8, 1, 2);
   EXPECT_EQ(divisibility16Bits({&broadcast, &overlapping, &rowMajor}), 0b100);
+  // K = 0: an empty a (even one broadcast along its rows) and an empty b have nothing a
+  // tensor map could describe; the kernel takes them by its masked copies.
+  StridedOperand emptyBroadcast = matrix(storage, 60, 0, 0, 1, 2);
+  StridedOperand emptyRows = matrix(storage, 0, 32, 32, 1, 2);
+  EXPECT_EQ(divisibility16Bits({&emptyBroadcast, &emptyRows, &rowMajor}), 0b100);
 }
 
 TEST(MatmulArguments, ProgramsAndTuningBuckets) {

@@ -514,6 +514,24 @@ def test_offsets_past_two_to_the_31():
     del a, out
 
 
+@pytest.mark.parametrize("a_view, m, n", [("expanded", 60, 24), ("contiguous", 64, 64),
+                                            ("transposed", 128, 256)])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_empty_k_needs_no_tensor_map(a_view, m, n, dtype):
+    # K = 0 with operands aligned as bulk tensor copies want them: an empty operand has no
+    # tensor map (the GPU fuzz found a broadcast one refused at launch); the result is
+    # the epilogue of a zero sum, with and without a bias.
+    from torch_tile.testing import Case, check, run
+    for bias in (None, dtype):
+        case = Case(seed=0, op="matmul_leaky_relu", dtype=dtype, out_dtype=None, result=dtype,
+                    m=m, n=n, k=0, a_view=a_view, b_view="offset", slope=-0.5, bias=bias,
+                    bias_view="contiguous")
+        a, b = case.operands("cuda")
+        bias_operand = case.bias_operand("cuda")
+        poison_next_allocation((m, n), getattr(torch, dtype))
+        check(case, a, b, run(case, a, b, bias_operand), bias_operand)
+
+
 def test_random_cases_match_float64():
     # The CPU property test's generator (torch_tile.testing), with other cases and the output
     # NaN-filled before each run: sizes 0-300, every dtype pair, strided, offset and
