@@ -133,18 +133,20 @@ Value addBias(MatmulBuilder &mb, Value acc, Value bias, Value biasStride, Value 
 }
 
 /// Stream-K, after CUTLASS's hybrid: where the tiles make more than one wave and the
-/// last is partly filled, the tiles before the last two waves go whole to the programs
-/// in the persistent kernel's strided order (tile p, p + programs, ...: the tiles that
-/// run at once stay neighbours in the grouped order, sharing the L2), and the K steps of
-/// the last two waves' tiles, laid end to end (tile t's are [t * steps, (t + 1) *
-/// steps)), are split evenly over the programs: units = q * programs + r steps, the
-/// first r programs taking q + 1 of them and the others q, so that none waits out a
-/// partly filled wave. A share is at least a tile's steps (the split tiles outnumber
-/// the programs) and less than two tiles' (they are fewer than twice the programs), so
-/// each share spans at most three tiles and each tile at most two shares. The program
-/// that runs a tile's first step finishes it: the one whose share starts inside it ran
-/// that part first, left its partial sum in the workspace and signalled; the finisher
-/// adds it once signalled.
+/// last is partly filled, the tiles before the split ones go whole to the programs in the
+/// persistent kernel's strided order (tile p, p + programs, ...: the tiles that run at
+/// once stay neighbours in the grouped order, sharing the L2), and the K steps of the
+/// split tiles, laid end to end (tile t's are [t * steps, (t + 1) * steps)), are split
+/// evenly over the programs: units = q * programs + r steps, the first r programs taking
+/// q + 1 of them and the others q, so that none waits out a partly filled wave. The split
+/// tiles are those of the last two waves (mode 1, CUTLASS's choice: a share is then at
+/// least a tile's steps and less than two tiles', so each tile has at most two shares),
+/// or of the partly filled last wave alone (mode 2: fewer tiles at different K offsets at
+/// once, for the L2 to hold, and shares shorter than a tile, so a tile may have several).
+/// A share spans at most three tiles either way, and only the first can start inside a
+/// tile. The program that runs a tile's first step finishes it: the ones whose shares
+/// start inside it ran their parts first, left their partial sums in the workspace and
+/// signalled; the finisher adds them once signalled.
 ///
 /// All of it is 32-bit arithmetic: the builder takes stream-K only with 32-bit indices,
 /// where a problem's steps times its programs stay far below 2^31, and a 64-bit
@@ -163,7 +165,8 @@ struct StreamKShare {
   /// The walk over program `pid`'s whole tiles, then over the tiles its share of the
   /// split ones touches (all i32, `steps` of the index type); the builder is left in
   /// its body.
-  static StreamKShare of(MatmulBuilder &mb, Value pid, Value programs, Value tiles, Value steps) {
+  static StreamKShare of(MatmulBuilder &mb, Value pid, Value programs, Value tiles, Value steps,
+                         bool lastWaveOnly) {
     OpBuilder &b = mb.b;
     Location loc = mb.loc;
     StreamKShare s;
@@ -185,7 +188,7 @@ struct StreamKShare {
     Value lastWave = arith::RemSIOp::create(b, loc, tiles, programs);
     Value splits = arith::AndIOp::create(b, loc, less(programs, tiles),
                                          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, lastWave, c(0)));
-    Value splitTiles = select(splits, add(lastWave, programs), c(0));
+    Value splitTiles = select(splits, lastWaveOnly ? lastWave : add(lastWave, programs), c(0));
     Value wholeTiles = sub(tiles, splitTiles);
     // Whole tiles p, p + programs, ... below wholeTiles.
     Value wholeCount = select(less(pid, wholeTiles), div(add(sub(wholeTiles, pid), sub(programs, c(1))), programs), c(0));
@@ -356,9 +359,10 @@ OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) 
   }
   // Stream-K (a persistent kernel whose programs take equal shares of all tiles' K
   // steps): its workspace (one accumulator tile per program) and a flag per program.
-  bool streamKAsked = spec.config.count("stream_k") && spec.knob("stream_k") != 0;
-  if (streamKAsked && spec.knob("stream_k") != 1)
-    throw std::invalid_argument(spec.op + " stream_k must be 0 or 1, got " + std::to_string(spec.knob("stream_k")));
+  int64_t streamKMode = spec.config.count("stream_k") ? spec.knob("stream_k") : 0;
+  if (streamKMode < 0 || streamKMode > 2)
+    throw std::invalid_argument(spec.op + " stream_k must be 0, 1 or 2, got " + std::to_string(streamKMode));
+  bool streamKAsked = streamKMode != 0;
   // With 64-bit indices (an operand past 2^31 elements) the kernel walks whole tiles:
   // its share arithmetic stays 32-bit only where indices are (see StreamKShare), and
   // such problems make enough tiles that a partly filled last wave costs little.
@@ -436,7 +440,7 @@ OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) 
     func->setAttr(mlir::tile::kClusterCtasAttrName, b.getI64IntegerAttr(clusterCtas));
   bool persistent = spec.config.count("persistent") && spec.knob("persistent") != 0;
   if (streamKAsked && (!persistent || clusterCtas != 1))
-    throw std::invalid_argument(spec.op + " stream_k=1 splits the K steps of a persistent kernel's tiles over its "
+    throw std::invalid_argument(spec.op + " stream_k=" + std::to_string(streamKMode) + " splits the K steps of a persistent kernel's tiles over its "
                                 "programs; it needs persistent=1 and num_ctas=1");
   // Tile numbers, and the walk over them, are 32-bit whatever the index width: a
   // non-persistent grid has a program per tile and stops below 2^31, and a 64-bit
@@ -471,7 +475,7 @@ OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) 
     Value tiles = arith::MulIOp::create(b, loc, clusterRowsM, programsN);
     if (streamK) {
       func->setAttr(mlir::tile::kStreamKAttrName, b.getI64IntegerAttr(blockM * blockN));
-      share = StreamKShare::of(mb, pid, programs, tiles, steps);
+      share = StreamKShare::of(mb, pid, programs, tiles, steps, /*lastWaveOnly=*/streamKMode == 2);
       pid = share->tile;
     } else {
       auto walk = scf::ForOp::create(b, loc, pid, tiles, programs);

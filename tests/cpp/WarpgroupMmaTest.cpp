@@ -281,6 +281,13 @@ std::map<std::string, int64_t> streamK(std::map<std::string, int64_t> config) {
   return config;
 }
 
+/// `config` with stream-K's mode 2: only the partly filled last wave's tiles split.
+std::map<std::string, int64_t> lastWaveStreamK(std::map<std::string, int64_t> config) {
+  config = streamK(config);
+  config["stream_k"] = 2;
+  return config;
+}
+
 TEST(WarpgroupMma, StreamKSharesKStepsAndHandsPartialSumsOver) {
   // The kernel takes the workspace and the flags after its other parameters (and before
   // the tensor maps), records the tile it needs per program, and keeps the persistent
@@ -301,6 +308,12 @@ TEST(WarpgroupMma, StreamKSharesKStepsAndHandsPartialSumsOver) {
   EXPECT_NE(ptx.find(".param .u64 .ptr .global .align 1 matmul_param_13"), std::string::npos);
   EXPECT_NE(ptx.find(".param .align 64 .b8 matmul_param_16[128]"), std::string::npos);
   ASSERT_EQ(binary.tensorMaps.size(), 3u);
+  // Mode 2 splits the partly filled last wave alone: the same handover over other shares.
+  Binary last = binaryOf("f16", lastWaveStreamK(alignedConfig("f16")));
+  EXPECT_EQ(last.streamKTileElements, 128 * 256);
+  EXPECT_EQ(occurrences(asmOf(last), "st.release.gpu.global.b32"), 1);
+  EXPECT_EQ(occurrences(asmOf(last), "ld.acquire.gpu.global.b32"), 1);
+  EXPECT_NE(asmOf(last), ptx);
   // Without it, nothing of this.
   Binary plain = binaryOf("f16", specialized(alignedConfig("f16"), true));
   EXPECT_EQ(plain.streamKTileElements, 0);
@@ -326,9 +339,12 @@ TEST(WarpgroupMma, StreamKNeedsThePersistentKernel) {
   auto clusters = streamK(config);
   clusters["num_ctas"] = 2;
   refusedByBuilder(clusters, "num_ctas=1");
-  auto two = streamK(config);
-  two["stream_k"] = 2;
-  refusedByBuilder(two, "stream_k must be 0 or 1");
+  auto three = streamK(config);
+  three["stream_k"] = 3;
+  refusedByBuilder(three, "stream_k must be 0, 1 or 2");
+  auto lastWaveAlone = config;
+  lastWaveAlone["stream_k"] = 2;
+  refusedByBuilder(lastWaveAlone, "stream_k=2");
   // The CPU has no resident-programs launch.
   ops::KernelSpec spec{"matmul", {"f32", "f32"}, streamK({{"BLOCK_M", 8}, {"BLOCK_N", 32}, {"BLOCK_K", 64},
                                                           {"GROUP_M", 8}, {"index_bits", 32}})};
@@ -350,7 +366,7 @@ TEST(WarpgroupMma, TileSchedulingNeedsNo64BitDivision) {
   for (int64_t indexBits : {32, 64}) {
     auto config = alignedConfig("f16");
     config["index_bits"] = indexBits;
-    for (const auto &kernel : {config, specialized(config, true), streamK(config)}) {
+    for (const auto &kernel : {config, specialized(config, true), streamK(config), lastWaveStreamK(config)}) {
       std::string ptx = ptxOf("f16", kernel);
       for (const char *wide : {"div.s64", "div.u64", "rem.s64", "rem.u64"})
         EXPECT_EQ(ptx.find(wide), std::string::npos) << wide << " with index_bits=" << indexBits;
@@ -454,6 +470,7 @@ TEST(WarpgroupMma, PtxasAssemblesTheKernelsWithoutSpills) {
       {"bf16", clustered(alignedConfig("bf16"), true)},
       {"f16", streamK(alignedConfig("f16"))},
       {"bf16", streamK(alignedConfig("bf16"))},
+      {"f16", lastWaveStreamK(alignedConfig("f16"))},
   };
   for (const auto &[dtype, config] : kernels) {
     llvm::SmallString<128> ptxPath, cubinPath, logPath;

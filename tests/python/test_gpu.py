@@ -423,10 +423,12 @@ STREAM_K_CANDIDATES = [
 @pytest.mark.skipif(not hopper(), reason="stream-K runs on the persistent kernel of sm_90a")
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("candidate", STREAM_K_CANDIDATES, ids=["128x256-w8-s4", "64x128-w4-s3"])
-def test_stream_k_computes_the_same(tmp_path, dtype, candidate):
-    """stream_k=1: the programs take equal shares of all tiles' K steps, so a tile's steps
-    may run on several programs: those that start inside it leave partial sums that the
-    one running its first step adds. Covered: shares that end inside a tile (many tiles),
+@pytest.mark.parametrize("mode", [1, 2], ids=["last-two-waves", "last-wave"])
+def test_stream_k_computes_the_same(tmp_path, dtype, candidate, mode):
+    """stream_k=1 (2): the programs take equal shares of the K steps of the last two waves'
+    tiles (of the partly filled last wave's), so a tile's steps may run on several
+    programs: those that start inside it leave partial sums that the one running its
+    first step adds. Covered: shares that end inside a tile (many tiles),
     tiles split over dozens of programs (long K, few tiles), more programs than steps
     (short K: empty shares), ragged edges, transposed operands, the cp.async fallback
     (misaligned a), a bias added once, and launches one after another on one stream
@@ -435,7 +437,7 @@ def test_stream_k_computes_the_same(tmp_path, dtype, candidate):
 
     settings = dict(autotune=True, cache_dir=tmp_path / "cache",
                     autotune_configs={"matmul": {"cuda": [dict(candidate, warp_specialize=1, persistent=1,
-                                                             stream_k=1)]}})
+                                                             stream_k=mode)]}})
     cases = pipeline_cases(dtype)
     # More tiles than an H100 has SMs, the last wave partly filled: its tiles are split.
     cases["uneven waves"] = (torch.randn(1544, 1000, device="cuda").to(dtype),
