@@ -149,7 +149,8 @@ Value addBias(MatmulBuilder &mb, Value acc, Value bias, Value biasStride, Value 
 /// signalled; the finisher adds them once signalled.
 ///
 /// All of it is 32-bit arithmetic: the builder takes stream-K only with 32-bit indices,
-/// where a problem's steps times its programs stay far below 2^31, and a 64-bit
+/// where the split tiles' steps (fewer than twice the programs' tiles' worth) stay far
+/// below 2^31, and a 64-bit
 /// division on NVIDIA is a call into a runtime helper, which makes the driver's compiler
 /// serialize the kernel's warpgroup MMAs.
 struct StreamKShare {
@@ -284,7 +285,9 @@ private:
                                  arith::MinSIOp::create(b, loc, p, remainder));
   }
   /// The program whose share holds split step `step`: the first r shares have q + 1
-  /// steps, the rest q (at least one: there are more split steps than programs).
+  /// steps, the rest q. Where q is 0 (fewer split steps than programs, which mode 2
+  /// allows) every step lies in the first r shares; the divisor's floor of 1 only keeps
+  /// the unused division defined.
   Value owner(OpBuilder &b, Location loc, Value step) const {
     Value one = constant(b, loc, 1);
     Value longShare = arith::AddIOp::create(b, loc, quotient, one);
