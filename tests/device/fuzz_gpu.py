@@ -16,34 +16,16 @@ import json
 import multiprocessing
 import sys
 import time
-
-
-def poison_next_allocation(torch, shape, dtype):
-    """NaN-fills a block of the caching allocator the size of the op's output and frees
-    it, so that the output the op allocates next starts as NaN, not as an old result."""
-    block = torch.empty(shape, dtype=dtype, device="cuda")
-    block.fill_(float("nan") if dtype.is_floating_point else torch.iinfo(dtype).min)
-    del block
+from pathlib import Path
 
 
 def run_share(worker: int, workers: int, count: int, seed: int, deadline: float):
-    import torch
-    import torch_tile  # noqa: F401  (registers the ops)
-    from torch_tile.testing import cases, check, run
+    # The GPU test file's case runner: the same poisoning, reference and reproducers.
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+    from test_gpu import cuda_case_failures
+    from torch_tile.testing import cases
 
-    done, failures = 0, []
-    for case in cases(count, seed=seed)[worker::workers]:
-        if time.time() > deadline:
-            break
-        a, b = case.operands("cuda")
-        bias = case.bias_operand("cuda")
-        poison_next_allocation(torch, (case.m, case.n), getattr(torch, case.result))
-        try:
-            check(case, a, b, run(case, a, b, bias), bias)
-        except Exception as error:  # collect them all: one run on a lent GPU is costly
-            failures.append(f"{case}: {str(error).splitlines()[0]}\n{case.reproducer()}")
-        done += 1
-    return done, failures
+    return cuda_case_failures(cases(count, seed=seed)[worker::workers], deadline)
 
 
 def main() -> int:

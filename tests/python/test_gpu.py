@@ -534,16 +534,18 @@ def test_empty_k_needs_no_tensor_map(a_view, m, n, dtype):
         check(case, a, b, run(case, a, b, bias_operand), bias_operand)
 
 
-def test_random_cases_match_float64():
-    # The CPU property test's generator (torch_tile.testing), with other cases and the output
-    # NaN-filled before each run: sizes 0-300, every dtype pair, strided, offset and
-    # stride-0 operands, NaN and negative slopes, biases.
-    from torch_tile.testing import cases, check, run
-    failures = []
-    # 300 cases: with biases (a kernel of their own per dtype) they take ~3 minutes of
-    # compiles and runs on an H100, the test file's share of one device call.
-    drawn = cases(300, seed=31337)
+def cuda_case_failures(drawn, deadline=None):
+    """Runs each case of the property test's generator on the GPU, its output NaN-filled
+    first, against its float64 reference: (cases run, failures with their reproducers).
+    Cases not started by `deadline` (time.time()) are not run. Shared with the long GPU
+    fuzz (tests/device/fuzz_gpu.py)."""
+    import time
+
+    from torch_tile.testing import check, run
+    done, failures = 0, []
     for case in drawn:
+        if deadline is not None and time.time() > deadline:
+            break
         a, b = case.operands("cuda")
         bias = case.bias_operand("cuda")
         poison_next_allocation((case.m, case.n), getattr(torch, case.result))
@@ -551,5 +553,18 @@ def test_random_cases_match_float64():
             check(case, a, b, run(case, a, b, bias), bias)
         except Exception as error:  # collect them all: one run on a lent GPU is costly
             failures.append(f"{case}: {str(error).splitlines()[0]}\n{case.reproducer()}")
+        done += 1
+    return done, failures
+
+
+def test_random_cases_match_float64():
+    # The CPU property test's generator (torch_tile.testing), with other cases and the output
+    # NaN-filled before each run: sizes 0-300, every dtype pair, strided, offset and
+    # stride-0 operands, NaN and negative slopes, biases.
+    from torch_tile.testing import cases
+    # 300 cases: with biases (a kernel of their own per dtype) they take ~3 minutes of
+    # compiles and runs on an H100, the test file's share of one device call.
+    drawn = cases(300, seed=31337)
+    _, failures = cuda_case_failures(drawn)
     assert not failures, (f"{len(failures)} of {len(drawn)} cases failed:\n"
                           + "\n".join(failures[:10]))
