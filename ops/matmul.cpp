@@ -136,38 +136,47 @@ Value addBias(MatmulBuilder &mb, Value acc, Value bias, Value biasStride, Value 
 /// last is partly filled, the tiles before the split ones go whole to the programs in the
 /// persistent kernel's strided order (tile p, p + programs, ...: the tiles that run at
 /// once stay neighbours in the grouped order, sharing the L2), and the K steps of the
-/// split tiles, laid end to end (tile t's are [t * steps, (t + 1) * steps)), are split
-/// evenly over the programs: units = q * programs + r steps, the first r programs taking
-/// q + 1 of them and the others q, so that none waits out a partly filled wave. The split
-/// tiles are those of the last two waves (mode 1, CUTLASS's choice: a share is then at
-/// least a tile's steps and less than two tiles', so each tile has at most two shares),
-/// or of the partly filled last wave alone (mode 2: fewer tiles at different K offsets at
-/// once, for the L2 to hold, and shares shorter than a tile, so a tile may have several).
-/// A share spans at most three tiles either way, and only the first can start inside a
-/// tile. The program that runs a tile's first step finishes it: the ones whose shares
-/// start inside it ran their parts first, left their partial sums in the workspace and
-/// signalled; the finisher adds them once signalled.
+/// split tiles are shared so that no program waits out a partly filled wave. Two ways:
+///
+/// - Mode 1 (CUTLASS's): the split tiles are those of the last two waves; their steps,
+///   laid end to end (tile t's are [t * steps, (t + 1) * steps)), are split evenly over
+///   the programs, q * programs + r of them, the first r programs taking q + 1 and the
+///   others q. A share is then at least a tile's steps and less than two tiles'; only
+///   its first tile can start inside a tile, so a program leaves at most one partial sum
+///   (in its own slot). The programs run at K offsets spread over the whole tile, so
+///   the L2 must hold every K slab of the split tiles' operands at once: at 4096^3 on an
+///   H100 it does not, and the DRAM reads grow by 2.5x.
+/// - Mode 2 (lock-step): only the r tiles of the partly filled last wave are split. Tile
+///   j's first c = ceil(r * steps / programs) steps run on program j, as a whole tile
+///   would, and their remaining steps (`tail` each), laid end to end, are split evenly
+///   over the programs - r that have no tile in that wave (which then finish by step c
+///   too). The first programs walk K in step with each other as in the whole waves, and
+///   the others only read the tails' slabs, a small part of the operands, so the L2 holds
+///   what both read. Helper h's piece of tile j leaves its partial sum in slot j + h:
+///   both grow along the tails, so no two pieces share a slot, and j + h < programs.
+///
+/// The program that runs a tile's first step finishes it: the programs whose shares
+/// start inside it ran their parts first (mode 1) or alongside (mode 2), left their
+/// partial sums in the workspace and signalled; the finisher adds them once signalled.
 ///
 /// All of it is 32-bit arithmetic: the builder takes stream-K only with 32-bit indices,
 /// where the split tiles' steps (fewer than twice the programs' tiles' worth) stay far
-/// below 2^31, and a 64-bit
-/// division on NVIDIA is a call into a runtime helper, which makes the driver's compiler
-/// serialize the kernel's warpgroup MMAs.
+/// below 2^31, and a 64-bit division on NVIDIA is a call into a runtime helper, which
+/// makes the driver's compiler serialize the kernel's warpgroup MMAs.
 struct StreamKShare {
-  Value program, programs, steps; ///< i32
-  Value quotient, remainder;      ///< i32: the split tiles' steps, q * programs + r
-  Value start, end;               ///< i32: this program's share of them [start, end)
+  Value steps;                    ///< i32: each tile's K steps
+  Value quotient, remainder;      ///< i32: the shared steps, q * sharers + r
   Value tile;                     ///< i32: the walk's tile
-  Value tileStart;                ///< i32: the tile's first step among the split ones
   Value kBegin, kEnd;             ///< i32: the tile's steps this program runs (0 .. steps)
   Value firstStep, endStep;       ///< index type: the K loop's bounds, the program's steps
   Value stepShift;                ///< index type: loop count - shift = the tile's own step
+  Value storeSlot;                ///< i32: where a piece that starts inside its tile leaves its sum
+  Value waitBegin, waitEnd;       ///< i32: the sharers whose partial sums a finisher adds
+  Value waitSlotShift;            ///< i32: sharer + shift = the slot it left its sum in
 
-  /// The walk over program `pid`'s whole tiles, then over the tiles its share of the
-  /// split ones touches (all i32, `steps` of the index type); the builder is left in
-  /// its body.
-  static StreamKShare of(MatmulBuilder &mb, Value pid, Value programs, Value tiles, Value steps,
-                         bool lastWaveOnly) {
+  /// The walk over program `pid`'s whole tiles, then over its pieces of the split ones
+  /// (all i32, `steps` of the index type); the builder is left in its body.
+  static StreamKShare of(MatmulBuilder &mb, Value pid, Value programs, Value tiles, Value steps, int64_t mode) {
     OpBuilder &b = mb.b;
     Location loc = mb.loc;
     StreamKShare s;
@@ -176,48 +185,106 @@ struct StreamKShare {
     auto sub = [&](Value x, Value y) { return arith::SubIOp::create(b, loc, x, y).getResult(); };
     auto mul = [&](Value x, Value y) { return arith::MulIOp::create(b, loc, x, y).getResult(); };
     auto div = [&](Value x, Value y) { return arith::DivSIOp::create(b, loc, x, y).getResult(); };
+    auto max = [&](Value x, Value y) { return arith::MaxSIOp::create(b, loc, x, y).getResult(); };
+    auto min = [&](Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y).getResult(); };
     auto less = [&](Value x, Value y) {
       return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, x, y).getResult();
     };
+    auto equal = [&](Value x, Value y) {
+      return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x, y).getResult();
+    };
+    auto both = [&](Value x, Value y) { return arith::AndIOp::create(b, loc, x, y).getResult(); };
     auto select = [&](Value when, Value x, Value y) { return arith::SelectOp::create(b, loc, when, x, y).getResult(); };
-    s.program = pid;
-    s.programs = programs;
     // K = 0 still has one (empty, masked) step per tile: its programs store zeros.
     if (steps.getType() != b.getI32Type())
       steps = arith::TruncIOp::create(b, loc, b.getI32Type(), steps);
-    s.steps = arith::MaxSIOp::create(b, loc, steps, c(1));
+    s.steps = max(steps, c(1));
     Value lastWave = arith::RemSIOp::create(b, loc, tiles, programs);
-    Value splits = arith::AndIOp::create(b, loc, less(programs, tiles),
-                                         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, lastWave, c(0)));
-    Value splitTiles = select(splits, lastWaveOnly ? lastWave : add(lastWave, programs), c(0));
+    Value splits = both(less(programs, tiles), arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, lastWave, c(0)));
+    Value splitTiles = select(splits, mode == 2 ? lastWave : add(lastWave, programs), c(0));
     Value wholeTiles = sub(tiles, splitTiles);
     // Whole tiles p, p + programs, ... below wholeTiles.
     Value wholeCount = select(less(pid, wholeTiles), div(add(sub(wholeTiles, pid), sub(programs, c(1))), programs), c(0));
-    Value units = mul(splitTiles, s.steps);
-    s.quotient = div(units, programs);
-    s.remainder = arith::RemSIOp::create(b, loc, units, programs);
-    s.start = s.shareStart(b, loc, pid);
-    s.end = s.shareStart(b, loc, add(pid, c(1)));
-    Value firstSplit = div(s.start, s.steps);
-    Value lastSplit = div(add(s.end, sub(s.steps, c(1))), s.steps);
-    Value empty = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, s.start, s.end);
-    Value splitCount = select(empty, c(0), sub(lastSplit, firstSplit));
+
+    // The shared steps, laid end to end in pieces of `piece` steps per split tile, that
+    // this program (sharer `sharer`) takes [start, end) of; each split tile's own first
+    // `headSteps` steps (mode 2) run on the program of its number.
+    Value piece, sharer, sharers, headSteps, heads;
+    if (mode == 2) {
+      headSteps = div(add(mul(lastWave, s.steps), sub(programs, c(1))), programs);
+      piece = sub(s.steps, headSteps);
+      heads = both(splits, less(pid, lastWave));
+      sharer = sub(pid, lastWave);
+      sharers = sub(programs, lastWave);
+      Value helps = both(splits, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, pid, lastWave));
+      // Every program needs the shares' sizes: the finishers to find the pieces' owners.
+      Value units = select(splits, mul(lastWave, piece), c(0));
+      s.quotient = div(units, sharers);
+      s.remainder = arith::RemSIOp::create(b, loc, units, sharers);
+      sharer = select(helps, sharer, c(0));
+    } else {
+      piece = s.steps;
+      sharer = pid;
+      sharers = programs;
+      Value units = mul(splitTiles, s.steps);
+      s.quotient = div(units, programs);
+      s.remainder = arith::RemSIOp::create(b, loc, units, programs);
+    }
+    Value start = s.shareStart(b, loc, sharer);
+    Value end = s.shareStart(b, loc, add(sharer, c(1)));
+    // A piece may be empty (mode 2, where the heads take every step); the floor of 1
+    // keeps the unused divisions defined.
+    Value pieceOr1 = max(piece, c(1));
+    Value firstSplit = div(start, pieceOr1);
+    Value lastSplit = div(add(end, sub(pieceOr1, c(1))), pieceOr1);
+    Value splitCount = select(equal(start, end), c(0), sub(lastSplit, firstSplit));
+    if (mode == 2)
+      splitCount = select(heads, c(1), splitCount);
+
     auto walk = scf::ForOp::create(b, loc, c(0), add(wholeCount, splitCount), c(1));
     b.setInsertionPoint(walk.getBody()->getTerminator());
     Value item = walk.getInductionVar();
     Value whole = less(item, wholeCount);
     Value splitTile = add(firstSplit, sub(item, wholeCount)); // among the split tiles
+    if (mode == 2)
+      splitTile = select(heads, pid, splitTile);
     s.tile = select(whole, add(pid, mul(item, programs)), add(wholeTiles, splitTile));
-    s.tileStart = mul(splitTile, s.steps);
-    Value from = arith::MaxSIOp::create(b, loc, s.start, s.tileStart);
-    Value to = arith::MinSIOp::create(b, loc, s.end, add(s.tileStart, s.steps));
-    s.kBegin = select(whole, c(0), sub(from, s.tileStart));
-    s.kEnd = select(whole, s.steps, sub(to, s.tileStart));
+    Value pieceStart = mul(splitTile, piece);
+    Value from = max(start, pieceStart);
+    Value to = min(end, add(pieceStart, piece));
+    Value offset = mode == 2 ? headSteps : c(0); // where in its tile a piece's steps begin
+    Value kBegin = add(offset, sub(from, pieceStart));
+    Value kEnd = add(offset, sub(to, pieceStart));
+    Value shared = sub(from, start); // the program's steps of its share before this piece
+    if (mode == 2) {
+      kBegin = select(heads, c(0), kBegin);
+      kEnd = select(heads, headSteps, kEnd);
+      shared = select(heads, c(0), shared);
+    }
+    s.kBegin = select(whole, c(0), kBegin);
+    s.kEnd = select(whole, s.steps, kEnd);
     // The program's steps before this tile: its whole tiles', then its share's.
-    Value before = select(whole, mul(item, s.steps), add(mul(wholeCount, s.steps), sub(from, s.start)));
+    Value before = select(whole, mul(item, s.steps), add(mul(wholeCount, s.steps), shared));
     s.firstStep = indexOf(mb, before);
     s.endStep = indexOf(mb, add(before, sub(s.kEnd, s.kBegin)));
     s.stepShift = indexOf(mb, sub(before, s.kBegin));
+
+    // The sharers whose pieces a finisher adds: those holding the split tile's shared
+    // steps, where it holds only some of them.
+    Value shortOfEnd = less(s.kEnd, s.steps);
+    if (mode == 2) {
+      Value firstShared = mul(pid, piece);
+      s.waitBegin = s.owner(b, loc, firstShared);
+      s.waitEnd = select(shortOfEnd, add(s.owner(b, loc, sub(add(firstShared, piece), c(1))), c(1)), s.waitBegin);
+      s.waitSlotShift = pid;
+      s.storeSlot = add(splitTile, sharer);
+    } else {
+      // Programs program + 1 .. the owner of the tile's last step started inside it.
+      s.waitBegin = add(pid, c(1));
+      s.waitEnd = select(shortOfEnd, add(s.owner(b, loc, sub(add(pieceStart, piece), c(1))), c(1)), s.waitBegin);
+      s.waitSlotShift = c(0);
+      s.storeSlot = pid;
+    }
     return s;
   }
 
@@ -242,23 +309,14 @@ struct StreamKShare {
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(split.thenBlock());
-      // Programs program + 1 .. the owner of the tile's last step started inside it
-      // (where this share stops short of its end).
-      Value next = arith::AddIOp::create(b, loc, program, constant(b, loc, 1));
-      Value shortOfEnd = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, kEnd, steps);
-      Value lastStep = arith::SubIOp::create(b, loc, arith::AddIOp::create(b, loc, tileStart, steps),
-                                             constant(b, loc, 1));
-      Value stop = arith::SelectOp::create(b, loc, shortOfEnd,
-                                           arith::AddIOp::create(b, loc, owner(b, loc, lastStep), constant(b, loc, 1)),
-                                           next);
-      auto others = scf::ForOp::create(b, loc, next, stop, constant(b, loc, 1), ValueRange{acc});
+      auto others = scf::ForOp::create(b, loc, waitBegin, waitEnd, constant(b, loc, 1), ValueRange{acc});
       {
         OpBuilder::InsertionGuard inner(b);
         b.setInsertionPointToStart(others.getBody());
-        Value other = others.getInductionVar();
+        Value slot = arith::AddIOp::create(b, loc, others.getInductionVar(), waitSlotShift);
         Value sum = others.getRegionIterArg(0);
-        tt::WaitFlagOp::create(b, loc, flagOf(other));
-        Value partial = tt::LoadOp::create(b, loc, tilePointers(other));
+        tt::WaitFlagOp::create(b, loc, flagOf(slot));
+        Value partial = tt::LoadOp::create(b, loc, tilePointers(slot));
         Value total = isa<FloatType>(cast<RankedTensorType>(sum.getType()).getElementType())
                           ? Value(arith::AddFOp::create(b, loc, sum, partial))
                           : Value(arith::AddIOp::create(b, loc, sum, partial));
@@ -268,8 +326,8 @@ struct StreamKShare {
     }
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(split.elseBlock());
-    tt::StoreOp::create(b, loc, tilePointers(program), acc, Value());
-    tt::SignalFlagOp::create(b, loc, flagOf(program));
+    tt::StoreOp::create(b, loc, tilePointers(storeSlot), acc, Value());
+    tt::SignalFlagOp::create(b, loc, flagOf(storeSlot));
   }
 
 private:
@@ -279,13 +337,13 @@ private:
   static Value indexOf(MatmulBuilder &mb, Value v) {
     return mb.index.isInteger(32) ? v : arith::ExtSIOp::create(mb.b, mb.loc, mb.index, v).getResult();
   }
-  /// The first step of program p's share: p * q + min(p, r).
+  /// The first step of sharer p's share: p * q + min(p, r).
   Value shareStart(OpBuilder &b, Location loc, Value p) const {
     return arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, p, quotient),
                                  arith::MinSIOp::create(b, loc, p, remainder));
   }
-  /// The program whose share holds split step `step`: the first r shares have q + 1
-  /// steps, the rest q. Where q is 0 (fewer split steps than programs, which mode 2
+  /// The sharer whose share holds shared step `step`: the first r shares have q + 1
+  /// steps, the rest q. Where q is 0 (fewer shared steps than sharers, which mode 2
   /// allows) every step lies in the first r shares; the divisor's floor of 1 only keeps
   /// the unused division defined.
   Value owner(OpBuilder &b, Location loc, Value step) const {
@@ -478,7 +536,7 @@ OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) 
     Value tiles = arith::MulIOp::create(b, loc, clusterRowsM, programsN);
     if (streamK) {
       func->setAttr(mlir::tile::kStreamKAttrName, b.getI64IntegerAttr(blockM * blockN));
-      share = StreamKShare::of(mb, pid, programs, tiles, steps, /*lastWaveOnly=*/streamKMode == 2);
+      share = StreamKShare::of(mb, pid, programs, tiles, steps, streamKMode);
       pid = share->tile;
     } else {
       auto walk = scf::ForOp::create(b, loc, pid, tiles, programs);

@@ -281,7 +281,8 @@ std::map<std::string, int64_t> streamK(std::map<std::string, int64_t> config) {
   return config;
 }
 
-/// `config` with stream-K's mode 2: only the partly filled last wave's tiles split.
+/// `config` with stream-K's mode 2: only the partly filled last wave's tiles split, their
+/// first steps on programs of their own and their tails shared by the others.
 std::map<std::string, int64_t> lastWaveStreamK(std::map<std::string, int64_t> config) {
   config = streamK(config);
   config["stream_k"] = 2;
@@ -308,7 +309,7 @@ TEST(WarpgroupMma, StreamKSharesKStepsAndHandsPartialSumsOver) {
   EXPECT_NE(ptx.find(".param .u64 .ptr .global .align 1 matmul_param_13"), std::string::npos);
   EXPECT_NE(ptx.find(".param .align 64 .b8 matmul_param_16[128]"), std::string::npos);
   ASSERT_EQ(binary.tensorMaps.size(), 3u);
-  // Mode 2 splits the partly filled last wave alone: the same handover over other shares.
+  // Mode 2 splits the partly filled last wave alone: the same handover over other pieces.
   Binary last = binaryOf("f16", lastWaveStreamK(alignedConfig("f16")));
   EXPECT_EQ(last.streamKTileElements, 128 * 256);
   EXPECT_EQ(occurrences(asmOf(last), "st.release.gpu.global.b32"), 1);

@@ -425,12 +425,13 @@ STREAM_K_CANDIDATES = [
 @pytest.mark.parametrize("candidate", STREAM_K_CANDIDATES, ids=["128x256-w8-s4", "64x128-w4-s3"])
 @pytest.mark.parametrize("mode", [1, 2], ids=["last-two-waves", "last-wave"])
 def test_stream_k_computes_the_same(tmp_path, dtype, candidate, mode):
-    """stream_k=1 (2): the programs take equal shares of the K steps of the last two waves'
-    tiles (of the partly filled last wave's), so a tile's steps may run on several
-    programs: those that start inside it leave partial sums that the one running its
-    first step adds. Covered: shares that end inside a tile (many tiles),
-    tiles split over dozens of programs (long K, few tiles), more programs than steps
-    (short K: empty shares), ragged edges, transposed operands, the cp.async fallback
+    """stream_k=1: the programs take equal shares of the K steps of the last two waves'
+    tiles; stream_k=2: the partly filled last wave's tiles run their first steps on
+    programs of their own and the other programs share their tails. Either way a tile's
+    steps may run on several programs: those that start inside it leave partial sums
+    that the one running its first step adds. Covered: shares that end inside a tile
+    (many tiles), tiles split over dozens of programs (long K, few tiles), more programs
+    than steps (short K: empty shares), ragged edges, transposed operands, the cp.async fallback
     (misaligned a), a bias added once, and launches one after another on one stream
     (each must leave the flags as it found them)."""
     from torch_tile import config, runtime

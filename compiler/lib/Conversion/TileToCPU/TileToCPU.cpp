@@ -135,7 +135,7 @@ struct ConvertTileToCPUPass : mlir::tile::impl::ConvertTileToCPUBase<ConvertTile
       // Its programs wait on each other: only a launch that keeps them all resident, as
       // the persistent GPU kernels' is, runs it.
       if (kernel->hasAttr(kStreamKAttrName)) {
-        kernel.emitError("stream_k=1 splits K steps over programs that wait on each other's partial sums; "
+        kernel.emitError("stream_k=1 or 2 splits K steps over programs that wait on each other's partial sums; "
                          "it needs the persistent, warp-specialized kernel of sm_90a (persistent=1), not the CPU");
         return signalPassFailure();
       }

@@ -694,7 +694,7 @@ struct ConvertTileToGPUPass : mlir::tile::impl::ConvertTileToGPUBase<ConvertTile
         return signalPassFailure();
       }
       if (kernel->hasAttr(kStreamKAttrName) && (!dist.persistent || arch->amd)) {
-        kernel.emitError("stream_k=1 splits K steps over programs that wait on each other's partial sums; "
+        kernel.emitError("stream_k=1 or 2 splits K steps over programs that wait on each other's partial sums; "
                          "it needs persistent=1 (warp_specialize=1 on sm_90a), got ")
             << arch->name << (dist.persistent ? "" : " without persistent=1");
         return signalPassFailure();
