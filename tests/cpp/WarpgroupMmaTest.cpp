@@ -305,6 +305,14 @@ TEST(WarpgroupMma, StreamKSharesKStepsAndHandsPartialSumsOver) {
   EXPECT_EQ(occurrences(ptx, "ld.acquire.gpu.global.b32"), 1);
   EXPECT_EQ(occurrences(ptx, "st.relaxed.gpu.global.b32"), 1);
   EXPECT_GT(occurrences(ptx, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"), 0);
+  // The partial sums go out and come back as pairs of f32 (the workspace tile's base,
+  // the workspace plus slot * tile elements, is known 16-byte aligned): 128 f32 per
+  // thread, 64 accesses each way, none element by element and none behind a run-time
+  // alignment test.
+  EXPECT_EQ(occurrences(ptx, "st.global.v2.b32"), 64);
+  EXPECT_EQ(occurrences(ptx, "ld.global.v2.b32"), 64);
+  EXPECT_EQ(occurrences(ptx, "st.global.b32"), 0);
+  EXPECT_EQ(occurrences(ptx, "ld.global.b32"), 0);
   // a, b, c, M, N, K, six strides, the workspace and the flags, then three maps.
   EXPECT_NE(ptx.find(".param .u64 .ptr .global .align 1 matmul_param_13"), std::string::npos);
   EXPECT_NE(ptx.find(".param .align 64 .b8 matmul_param_16[128]"), std::string::npos);

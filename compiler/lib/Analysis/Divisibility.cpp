@@ -2,6 +2,7 @@
 // divisibility, for the alignment facts the GPU lowering needs at compile time.
 #include "tile/Analysis/Divisibility.h"
 #include "tile/Analysis/ArgumentPromises.h"
+#include "tile/Dialect/Tile/IR/TileDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -57,6 +58,14 @@ int64_t Divisibility::of(Value scalar) const {
   }
   if (isa_and_nonnull<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtSIOp, arith::ExtUIOp>(op))
     return of(op->getOperand(0));
+  // A pointer's divisor is in bytes, an offset's in elements of its pointee (a
+  // workspace tile's base: the workspace plus slot * tile elements).
+  if (auto addPtr = dyn_cast_or_null<AddPtrOp>(op)) {
+    if (!isa<PointerType>(addPtr.getType()))
+      return 1;
+    int64_t bytes = std::max<int64_t>(1, getPointeeType(addPtr.getType()).getIntOrFloatBitWidth() / 8);
+    return std::min(of(addPtr.getPtr()), product(of(addPtr.getOffset()), powerOfTwoIn(bytes)));
+  }
   return 1;
 }
 

@@ -208,6 +208,7 @@ std::optional<SmallVector<Run>> contiguousRuns(ConversionPatternRewriter &rewrit
 struct LoadLowering : DistributedPattern<LoadOp> {
   using DistributedPattern::DistributedPattern;
   Value loadRowInvariant(LoadOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const;
+  Value loadWholeRuns(LoadOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const;
   LogicalResult matchAndRewrite(LoadOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Type type = getTypeConverter()->convertType(op.getType());
@@ -224,6 +225,10 @@ struct LoadLowering : DistributedPattern<LoadOp> {
     }
     if (Value rows = loadRowInvariant(op, adaptor, rewriter)) {
       rewriter.replaceOp(op, rows);
+      return success();
+    }
+    if (Value runs = loadWholeRuns(op, adaptor, rewriter)) {
+      rewriter.replaceOp(op, runs);
       return success();
     }
     Type element = vectorType.getElementType();
@@ -269,6 +274,37 @@ struct LoadLowering : DistributedPattern<LoadOp> {
     return success();
   }
 };
+
+/// An unmasked 2-D block in a matrix unit's accumulator layout whose runs of consecutive
+/// columns are proven aligned (from the kernel's divisibility promises), such as
+/// stream-K's partial sums read back in the layout they were stored in: each run is one
+/// vector load, as the store of such a block is, where a gather would read element by
+/// element. Null where the block is not of that form.
+Value LoadLowering::loadWholeRuns(LoadOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const {
+  auto type = cast<RankedTensorType>(op.getType());
+  if (type.getRank() != 2 || op.getMask())
+    return {};
+  MatrixLayout layout = dist.matrixOf(type);
+  int64_t run = layout.tile.colRun;
+  auto lanes = analyzeAffineLanes(op.getPtr());
+  if (!layout.fits || run < 2 || !lanes || !lanes->basePtr)
+    return {};
+  auto vectorType = cast<VectorType>(getTypeConverter()->convertType(type));
+  Type element = vectorType.getElementType();
+  unsigned bytes = elementBytes(element);
+  int64_t alignBytes = std::min<int64_t>(run * bytes, 16);
+  if (!wholeRunsProven(*lanes, Value(), dist, alignBytes / bytes, run))
+    return {};
+  Location loc = op.getLoc();
+  auto runType = VectorType::get({run}, element);
+  Value result = arith::ConstantOp::create(rewriter, loc, vectorType, rewriter.getZeroAttr(vectorType));
+  for (int64_t first = 0; first < layout.perThread(); first += run) {
+    Value start = vector::ExtractOp::create(rewriter, loc, adaptor.getPtr(), ArrayRef<int64_t>{first});
+    Value loaded = LLVM::LoadOp::create(rewriter, loc, runType, start, alignBytes);
+    result = insertSlice(rewriter, loc, loaded, result, first);
+  }
+  return result;
+}
 
 /// A 2-D block whose rows all read the same elements (row stride 0, a mask over the
 /// columns only), such as a bias broadcast over the rows of the accumulator: each
