@@ -209,7 +209,7 @@ struct StreamKShare {
     // The shared steps, laid end to end in pieces of `piece` steps per split tile, that
     // this program (sharer `sharer`) takes [start, end) of; each split tile's own first
     // `headSteps` steps (mode 2) run on the program of its number.
-    Value piece, sharer, sharers, headSteps, heads;
+    Value piece, sharer, sharers, units, headSteps, heads;
     if (mode == 2) {
       headSteps = div(add(mul(lastWave, s.steps), sub(programs, c(1))), programs);
       piece = sub(s.steps, headSteps);
@@ -218,18 +218,16 @@ struct StreamKShare {
       sharers = sub(programs, lastWave);
       Value helps = both(splits, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, pid, lastWave));
       // Every program needs the shares' sizes: the finishers to find the pieces' owners.
-      Value units = select(splits, mul(lastWave, piece), c(0));
-      s.quotient = div(units, sharers);
-      s.remainder = arith::RemSIOp::create(b, loc, units, sharers);
+      units = select(splits, mul(lastWave, piece), c(0));
       sharer = select(helps, sharer, c(0));
     } else {
       piece = s.steps;
       sharer = pid;
       sharers = programs;
-      Value units = mul(splitTiles, s.steps);
-      s.quotient = div(units, programs);
-      s.remainder = arith::RemSIOp::create(b, loc, units, programs);
+      units = mul(splitTiles, s.steps);
     }
+    s.quotient = div(units, sharers);
+    s.remainder = arith::RemSIOp::create(b, loc, units, sharers);
     Value start = s.shareStart(b, loc, sharer);
     Value end = s.shareStart(b, loc, add(sharer, c(1)));
     // A piece may be empty (mode 2, where the heads take every step); the floor of 1
