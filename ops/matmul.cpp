@@ -214,12 +214,11 @@ struct StreamKShare {
       headSteps = div(add(mul(lastWave, s.steps), sub(programs, c(1))), programs);
       piece = sub(s.steps, headSteps);
       heads = both(splits, less(pid, lastWave));
-      sharer = sub(pid, lastWave);
-      sharers = sub(programs, lastWave);
       Value helps = both(splits, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, pid, lastWave));
+      sharer = select(helps, sub(pid, lastWave), c(0));
+      sharers = sub(programs, lastWave);
       // Every program needs the shares' sizes: the finishers to find the pieces' owners.
       units = select(splits, mul(lastWave, piece), c(0));
-      sharer = select(helps, sharer, c(0));
     } else {
       piece = s.steps;
       sharer = pid;
