@@ -256,22 +256,32 @@ TEST(WarpgroupMma, WarpSpecializationAddsAProducerWarpgroup) {
 TEST(WarpgroupMma, PersistentKernelsWalkTilesAndStageCBesideTheRing) {
   // The producer and the consumers each walk the tiles in a loop of their own (one
   // setmaxnreg each); C goes through shared memory after the ring and the barriers (from
-  // the next 1024-byte boundary, where the store's swizzle period starts), in two chunks
-  // of 128 columns (128 x 128 f16), since the whole tile does not fit. Each chunk's bulk
-  // stores run while the consumers go on; its space is written again once they have read
-  // it, and the block leaves once the last ones have.
+  // the next 1024-byte boundary, where the store's swizzle period starts). Each consumer
+  // warpgroup stages its own 64 rows, one box of 64 columns at a time, in two 64 x 64
+  // buffers of its own, between two barriers of its 128 threads alone (named barrier 2 or
+  // 3); its first thread stores each box and, before a buffer is written again, waits
+  // only for the store before the newest. The consumers never meet in the epilogue, and
+  // the block leaves once each warpgroup's last stores have read their buffers.
   Binary binary = binaryOf("f16", specialized(alignedConfig("f16"), true));
   std::string ptx = asmOf(binary);
   EXPECT_TRUE(binary.persistent);
   EXPECT_EQ(binary.blockThreads, 384);
   EXPECT_EQ(occurrences(ptx, "setmaxnreg.dec.sync.aligned.u32 40;"), 1);
   EXPECT_EQ(occurrences(ptx, "setmaxnreg.inc.sync.aligned.u32 232;"), 1);
-  EXPECT_EQ(binary.dynamicSharedBytes, (4 * (128 + 256) * 64 * 2 + 8 * 8 + 1023) / 1024 * 1024 + 128 * 128 * 2);
-  // Two chunks, each written between two consumer barriers, stored by 2 boxes of 64
-  // columns.
-  EXPECT_EQ(occurrences(ptx, "bar.sync 1, 256;"), 4);
+  EXPECT_EQ(binary.dynamicSharedBytes, (4 * (128 + 256) * 64 * 2 + 8 * 8 + 1023) / 1024 * 1024 + 2 * 2 * 64 * 64 * 2);
+  EXPECT_EQ(occurrences(ptx, "bar.sync 1, 256;"), 0);
+  // Four boxes per warpgroup, each written between two warpgroup barriers.
+  std::regex warpgroupBarrier(R"(bar\.sync %r\d+, 128;)");
+  EXPECT_EQ(std::distance(std::sregex_iterator(ptx.begin(), ptx.end(), warpgroupBarrier), std::sregex_iterator()), 8);
   EXPECT_EQ(occurrences(ptx, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"), 4);
-  EXPECT_EQ(occurrences(ptx, "cp.async.bulk.wait_group.read 0;"), 3);
+  EXPECT_EQ(occurrences(ptx, "cp.async.bulk.commit_group;"), 4);
+  EXPECT_EQ(occurrences(ptx, "cp.async.bulk.wait_group.read 1;"), 4);
+  EXPECT_EQ(occurrences(ptx, "cp.async.bulk.wait_group.read 0;"), 1);
+  // The tensor map's box is one warpgroup's band: 64 columns by 64 rows.
+  ASSERT_EQ(binary.tensorMaps.size(), 3u);
+  EXPECT_EQ(binary.tensorMaps[2].operand, 2);
+  EXPECT_EQ(binary.tensorMaps[2].boxInner, 64);
+  EXPECT_EQ(binary.tensorMaps[2].boxOuter, 64);
 }
 
 /// `config` persistent and warp-specialized, its tiles' K steps shared out evenly.

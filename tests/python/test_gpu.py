@@ -392,7 +392,8 @@ def test_warp_specialized_kernels_compute_the_same(tmp_path, dtype, candidate):
     """warp_specialize=1: a producer warpgroup issues the bulk copies, released stage by
     stage by the consumers' mbarrier arrivals; with persistent=1 each program walks
     several tiles (more tiles than multiprocessors), its stages' phases counted across
-    them, and stages C beside the ring (128x256 at 4 stages: in two column chunks);
+    them, and stages C beside the ring (each consumer warpgroup its own rows, one
+    64-column box at a time in two buffers of its own);
     with num_ctas=2 blocks run in pairs that multicast their halves of each B tile (an
     odd number of block rows leaves a pair's second block past M). Ragged edges, K shorter than a block, K loops longer than the ring, transposed
     operands; the cp.async fallback (misaligned a) keeps its own kernel."""

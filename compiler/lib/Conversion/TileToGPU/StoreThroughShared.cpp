@@ -38,6 +38,116 @@ bool mlir::tile::gpu_lowering::wholeRunsProven(const AffineLanes &lanes, Value m
   return true;
 }
 
+namespace {
+
+/// Buffers each warpgroup stages its results in: while the copy engine reads one, the
+/// warpgroup writes the next.
+constexpr int64_t kWarpgroupStoreBuffers = 2;
+
+/// A persistent kernel's epilogue where bulk tensor stores write C and each consumer
+/// warpgroup holds a band of whole rows (the warpgroup MMA's layout). The consumers of a
+/// block then need not meet: each warpgroup stages its band one box (128-byte columns)
+/// at a time in two buffers of its own, and one of its threads hands each box to a bulk
+/// store as soon as it is written, waiting only for the store before the last to have
+/// read its buffer. With one staging area for the block (below), every piece waited for
+/// the whole block and for the previous piece's store: the tensor cores stood idle for
+/// about as long as the stores took.
+bool storeByWarpgroups(StoreOp op, Value value, ConversionPatternRewriter &rewriter, const Distribution &dist,
+                       const MatrixLayout &layout, const BulkCopyOperand &bulkStore, int64_t used) {
+  if (!dist.persistent || layout.interleaveM != kWarpgroupThreads / 32 || layout.warpsN != 1 ||
+      layout.warpsM % layout.interleaveM != 0)
+    return false;
+  int64_t groups = layout.warpsM / layout.interleaveM;
+  int64_t bandRows = layout.rows / groups, boxCols = bulkStore.boxInner;
+  auto vectorType = cast<VectorType>(value.getType());
+  Type element = vectorType.getElementType();
+  int64_t bytes = elementBytes(element), run = layout.tile.colRun;
+  int64_t boxElements = bandRows * boxCols, alignment = 1024;
+  int64_t offset = (used + alignment - 1) / alignment * alignment;
+  // A band starts at a multiple of the swizzle's 8-row period; each box is whole
+  // column tiles of the accumulator.
+  if (bandRows % 8 != 0 || layout.cols % boxCols != 0 || boxCols % layout.tile.tileN != 0 ||
+      offset + groups * kWarpgroupStoreBuffers * boxElements * bytes > int64_t(dist.arch.ldsBytes))
+    return false;
+
+  Location loc = op.getLoc();
+  auto c = [&](int64_t v) { return i32Constant(rewriter, loc, v); };
+  Type i32 = rewriter.getI32Type(), i64 = rewriter.getI64Type();
+  BulkCopyOperand store = bulkStore;
+  store.parts = groups; // the tensor map's box is one band's rows
+  recordTensorMap(rewriter, op, 2, store, element);
+  Value scratch = sharedBuffer(rewriter, op, dist.arch, element, groups * kWarpgroupStoreBuffers * boxElements,
+                               "__tile_epilogue", alignment);
+  SharedLayout swizzled = warpgroupSharedLayout(bandRows, boxCols, bytes);
+  auto remap = [&](Value v) { return rewriter.getRemappedValue(v); };
+  auto elementAt = [&](OpBuilder &b, Location l, Value offset) {
+    return LLVM::GEPOp::create(b, l, scratch.getType(), element, scratch,
+                               ArrayRef<LLVM::GEPArg>{arith::ExtUIOp::create(b, l, i64, offset).getResult()})
+        .getResult();
+  };
+  Value group = arith::DivUIOp::create(rewriter, loc, dist.threadId, c(kWarpgroupThreads));
+  Value leads = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
+                                      arith::RemUIOp::create(rewriter, loc, dist.threadId, c(kWarpgroupThreads)), c(0));
+  // Named barriers 0 and 1 are the block's and the consumers' (warp specialization).
+  Value barrier = arith::AddIOp::create(rewriter, loc, group, c(2));
+  auto syncWarpgroup = [&] { inlinePtx(rewriter, loc, "bar.sync $0, 128;", 0, "r", ValueRange{barrier}, {}); };
+  auto onLead = [&](OpBuilder &b, Location l, llvm::function_ref<void(OpBuilder &, Location)> body) {
+    scf::IfOp::create(b, l, leads, [&](OpBuilder &then, Location at) {
+      body(then, at);
+      scf::YieldOp::create(then, at);
+    });
+  };
+  Value inner = arith::TruncIOp::create(rewriter, loc, i32, store.inner.materialize(rewriter, loc, remap));
+  Value outer = arith::AddIOp::create(
+      rewriter, loc, arith::TruncIOp::create(rewriter, loc, i32, store.outer.materialize(rewriter, loc, remap)),
+      arith::MulIOp::create(rewriter, loc, group, c(bandRows)));
+  Value groupBuffers = arith::MulIOp::create(rewriter, loc, group, c(kWarpgroupStoreBuffers * boxElements));
+  for (int64_t box = 0, boxes = layout.cols / boxCols; box < boxes; ++box) {
+    int64_t firstCol = box * boxCols;
+    Value buffer = arith::AddIOp::create(rewriter, loc, groupBuffers,
+                                         c(box % kWarpgroupStoreBuffers * boxElements));
+    // The store that last read this buffer (the one before the newest) is done with it.
+    onLead(rewriter, loc, [&](OpBuilder &b, Location l) {
+      inlinePtx(b, l, "cp.async.bulk.wait_group.read " + std::to_string(kWarpgroupStoreBuffers - 1) + ";", 0, "",
+                {}, {});
+    });
+    syncWarpgroup();
+    for (int64_t e = 0; e < layout.perThread(); e += run) {
+      int64_t rn = (e / layout.tile.perLane) % layout.repN;
+      if (rn * layout.tile.tileN < firstCol || rn * layout.tile.tileN >= firstCol + boxCols)
+        continue;
+      auto [row, col] = matrixCoordinates(rewriter, loc, dist, layout, e);
+      Value bandRow = arith::RemUIOp::create(rewriter, loc, row, c(bandRows));
+      Value boxCol = arith::SubIOp::create(rewriter, loc, col, c(firstCol));
+      Value at = arith::AddIOp::create(rewriter, loc, buffer, swizzled.offset(rewriter, loc, bandRow, boxCol));
+      LLVM::StoreOp::create(rewriter, loc, sliceOf(rewriter, loc, value, e, run), elementAt(rewriter, loc, at),
+                            run * bytes);
+    }
+    // The threads' stores become visible to the copy engine's reads.
+    inlinePtx(rewriter, loc, "fence.proxy.async.shared::cta;", 0, "", {}, {});
+    syncWarpgroup();
+    onLead(rewriter, loc, [&](OpBuilder &b, Location l) {
+      Value boxInner = arith::AddIOp::create(b, l, inner, i32Constant(b, l, firstCol));
+      inlinePtx(b, l, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$0, {$1, $2}], [$3];", 0, "l,r,r,r",
+                ValueRange{store.map, boxInner, outer, elementAt(b, l, buffer)}, {});
+      inlinePtx(b, l, "cp.async.bulk.commit_group;", 0, "", {}, {});
+    });
+  }
+  // The block leaves only once the copy engine has read what it stores: each lead
+  // thread waits for its own stores, once, after the walk over tiles.
+  OpBuilder::InsertionGuard guard(rewriter);
+  if (auto walk = op->getParentOfType<scf::ForOp>())
+    rewriter.setInsertionPointAfter(walk);
+  leads = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
+                                arith::RemUIOp::create(rewriter, loc, dist.threadId, c(kWarpgroupThreads)), c(0));
+  onLead(rewriter, loc, [&](OpBuilder &b, Location l) {
+    inlinePtx(b, l, "cp.async.bulk.wait_group.read 0;", 0, "", {}, {});
+  });
+  return true;
+}
+
+} // namespace
+
 bool mlir::tile::gpu_lowering::storeThroughShared(StoreOp op, Value value, ConversionPatternRewriter &rewriter,
                                                   const Distribution &dist) {
   auto type = cast<RankedTensorType>(op.getPtr().getType());
@@ -86,6 +196,8 @@ bool mlir::tile::gpu_lowering::storeThroughShared(StoreOp op, Value value, Conve
       dist.pointerRanges.bitsOf(lanes->basePtr) <= 32)
     bulkStore = bulkCopyOperand(StagedOperand{*lanes, *bounds}, warpgroupSharedLayout(layout.rows, layout.cols, bytes),
                                 1, bytes, dist.tensorMaps[2]);
+  if (bulkStore && storeByWarpgroups(op, value, rewriter, dist, layout, *bulkStore, used))
+    return true;
   int64_t alignment = bulkStore ? 1024 : 16;
   int64_t offset = dist.persistent ? (used + alignment - 1) / alignment * alignment : 0;
   // A persistent kernel's producer already copies the next tile into the K loop's
