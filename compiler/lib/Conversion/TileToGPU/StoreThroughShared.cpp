@@ -86,12 +86,14 @@ bool storeByWarpgroups(StoreOp op, Value value, ConversionPatternRewriter &rewri
         .getResult();
   };
   Value group = arith::DivUIOp::create(rewriter, loc, dist.threadId, c(kWarpgroupThreads));
-  Value leads = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
-                                      arith::RemUIOp::create(rewriter, loc, dist.threadId, c(kWarpgroupThreads)), c(0));
   // Named barriers 0 and 1 are the block's and the consumers' (warp specialization).
   Value barrier = arith::AddIOp::create(rewriter, loc, group, c(2));
   auto syncWarpgroup = [&] { inlinePtx(rewriter, loc, "bar.sync $0, 128;", 0, "r", ValueRange{barrier}, {}); };
+  // The first thread of each warpgroup issues and waits for its stores.
   auto onLead = [&](OpBuilder &b, Location l, llvm::function_ref<void(OpBuilder &, Location)> body) {
+    Value leads = arith::CmpIOp::create(
+        b, l, arith::CmpIPredicate::eq,
+        arith::RemUIOp::create(b, l, dist.threadId, i32Constant(b, l, kWarpgroupThreads)), i32Constant(b, l, 0));
     scf::IfOp::create(b, l, leads, [&](OpBuilder &then, Location at) {
       body(then, at);
       scf::YieldOp::create(then, at);
@@ -138,8 +140,6 @@ bool storeByWarpgroups(StoreOp op, Value value, ConversionPatternRewriter &rewri
   OpBuilder::InsertionGuard guard(rewriter);
   if (auto walk = op->getParentOfType<scf::ForOp>())
     rewriter.setInsertionPointAfter(walk);
-  leads = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
-                                arith::RemUIOp::create(rewriter, loc, dist.threadId, c(kWarpgroupThreads)), c(0));
   onLead(rewriter, loc, [&](OpBuilder &b, Location l) {
     inlinePtx(b, l, "cp.async.bulk.wait_group.read 0;", 0, "", {}, {});
   });
