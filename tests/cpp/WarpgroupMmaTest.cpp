@@ -284,6 +284,24 @@ TEST(WarpgroupMma, PersistentKernelsWalkTilesAndStageCBesideTheRing) {
   EXPECT_EQ(binary.tensorMaps[2].boxOuter, 64);
 }
 
+TEST(WarpgroupMma, PersistentEpilogueStoresTallBandsBoxByBox) {
+  // 256x128: each consumer warpgroup holds 128 rows (two 64-row MMA tiles). It stages
+  // them one 64x64 box at a time in the same two 8 KB buffers, four boxes per tile (two
+  // row tiles by two column boxes), so the staging still fits beside the ring.
+  auto config = specialized(alignedConfig("f16"), true);
+  config["BLOCK_M"] = 256;
+  config["BLOCK_N"] = 128;
+  Binary binary = binaryOf("f16", config);
+  std::string ptx = asmOf(binary);
+  EXPECT_EQ(binary.dynamicSharedBytes, (4 * (256 + 128) * 64 * 2 + 8 * 8 + 1023) / 1024 * 1024 + 2 * 2 * 64 * 64 * 2);
+  EXPECT_EQ(occurrences(ptx, "bar.sync 1, 256;"), 0);
+  EXPECT_EQ(occurrences(ptx, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"), 4);
+  EXPECT_EQ(occurrences(ptx, "cp.async.bulk.wait_group.read 1;"), 4);
+  ASSERT_EQ(binary.tensorMaps.size(), 3u);
+  EXPECT_EQ(binary.tensorMaps[2].boxInner, 64);
+  EXPECT_EQ(binary.tensorMaps[2].boxOuter, 64);
+}
+
 /// `config` persistent and warp-specialized, its tiles' K steps shared out evenly.
 std::map<std::string, int64_t> streamK(std::map<std::string, int64_t> config) {
   config = specialized(config, true);

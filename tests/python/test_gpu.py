@@ -382,18 +382,19 @@ def pipeline_cases(dtype):
     {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 8, "num_stages": 4},
     {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 4, "num_stages": 3, "persistent": 1},
     {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 8, "num_stages": 4, "persistent": 1},
+    {"BLOCK_M": 256, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 8, "num_stages": 4, "persistent": 1},
     {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 4, "num_stages": 3, "num_ctas": 2},
     {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 8, "num_stages": 4, "num_ctas": 2},
     {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 8, "num_stages": 4, "persistent": 1,
      "num_ctas": 2},
 ], ids=["64x128-s2", "128x128-s3", "128x256-w8-s4", "persistent-64x128-s3", "persistent-128x256-w8-s4",
-        "cluster-64x128-s3", "cluster-128x256-w8-s4", "cluster-persistent-128x256-w8-s4"])
+        "persistent-256x128-w8-s4", "cluster-64x128-s3", "cluster-128x256-w8-s4", "cluster-persistent-128x256-w8-s4"])
 def test_warp_specialized_kernels_compute_the_same(tmp_path, dtype, candidate):
     """warp_specialize=1: a producer warpgroup issues the bulk copies, released stage by
     stage by the consumers' mbarrier arrivals; with persistent=1 each program walks
     several tiles (more tiles than multiprocessors), its stages' phases counted across
     them, and stages C beside the ring (each consumer warpgroup its own rows, one
-    64-column box at a time in two buffers of its own);
+    64x64 box at a time in two buffers of its own; 256x128: two row boxes per band);
     with num_ctas=2 blocks run in pairs that multicast their halves of each B tile (an
     odd number of block rows leaves a pair's second block past M). Ragged edges, K shorter than a block, K loops longer than the ring, transposed
     operands; the cp.async fallback (misaligned a) keeps its own kernel."""

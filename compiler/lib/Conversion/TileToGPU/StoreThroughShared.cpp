@@ -46,7 +46,7 @@ constexpr int64_t kWarpgroupStoreBuffers = 2;
 
 /// A persistent kernel's epilogue where bulk tensor stores write C and each consumer
 /// warpgroup holds a band of whole rows (the warpgroup MMA's layout). The consumers of a
-/// block then need not meet: each warpgroup stages its band one box (128-byte columns)
+/// block then need not meet: each warpgroup stages its band one box (64 rows of 128 bytes)
 /// at a time in two buffers of its own, and one of its threads hands each box to a bulk
 /// store as soon as it is written, waiting only for the store before the last to have
 /// read its buffer. With one staging area for the block (below), every piece waited for
@@ -59,14 +59,18 @@ bool storeByWarpgroups(StoreOp op, Value value, ConversionPatternRewriter &rewri
     return false;
   int64_t groups = layout.warpsM / layout.interleaveM;
   int64_t bandRows = layout.rows / groups, boxCols = bulkStore.boxInner;
+  // A box takes the rows of one of the band's instruction tiles (64: the warpgroup's
+  // MMA rows), so that a band of several (256-row blocks) needs no larger buffers.
+  int64_t boxRows = layout.tile.tileM * layout.interleaveM;
   auto vectorType = cast<VectorType>(value.getType());
   Type element = vectorType.getElementType();
   int64_t bytes = elementBytes(element), run = layout.tile.colRun;
-  int64_t boxElements = bandRows * boxCols, alignment = 1024;
+  int64_t boxElements = boxRows * boxCols, alignment = 1024;
   int64_t offset = (used + alignment - 1) / alignment * alignment;
-  // A band starts at a multiple of the swizzle's 8-row period; each box is whole
-  // column tiles of the accumulator.
-  if (bandRows % 8 != 0 || layout.cols % boxCols != 0 || boxCols % layout.tile.tileN != 0 ||
+  // A box starts at a multiple of the swizzle's 8-row period and is whole column tiles
+  // of the accumulator.
+  if (bandRows != layout.repM * boxRows || boxRows % 8 != 0 || layout.cols % boxCols != 0 ||
+      boxCols % layout.tile.tileN != 0 ||
       offset + groups * kWarpgroupStoreBuffers * boxElements * bytes > int64_t(dist.arch.ldsBytes))
     return false;
 
@@ -74,11 +78,11 @@ bool storeByWarpgroups(StoreOp op, Value value, ConversionPatternRewriter &rewri
   auto c = [&](int64_t v) { return i32Constant(rewriter, loc, v); };
   Type i32 = rewriter.getI32Type(), i64 = rewriter.getI64Type();
   BulkCopyOperand store = bulkStore;
-  store.parts = groups; // the tensor map's box is one band's rows
+  store.parts = layout.rows / boxRows; // the tensor map's box is one instruction tile's rows
   recordTensorMap(rewriter, op, 2, store, element);
   Value scratch = sharedBuffer(rewriter, op, dist.arch, element, groups * kWarpgroupStoreBuffers * boxElements,
                                "__tile_epilogue", alignment);
-  SharedLayout swizzled = warpgroupSharedLayout(bandRows, boxCols, bytes);
+  SharedLayout swizzled = warpgroupSharedLayout(boxRows, boxCols, bytes);
   auto remap = [&](Value v) { return rewriter.getRemappedValue(v); };
   auto elementAt = [&](OpBuilder &b, Location l, Value offset) {
     return LLVM::GEPOp::create(b, l, scratch.getType(), element, scratch,
@@ -104,8 +108,9 @@ bool storeByWarpgroups(StoreOp op, Value value, ConversionPatternRewriter &rewri
       rewriter, loc, arith::TruncIOp::create(rewriter, loc, i32, store.outer.materialize(rewriter, loc, remap)),
       arith::MulIOp::create(rewriter, loc, group, c(bandRows)));
   Value groupBuffers = arith::MulIOp::create(rewriter, loc, group, c(kWarpgroupStoreBuffers * boxElements));
-  for (int64_t box = 0, boxes = layout.cols / boxCols; box < boxes; ++box) {
-    int64_t firstCol = box * boxCols;
+  int64_t colBoxes = layout.cols / boxCols;
+  for (int64_t box = 0; box < layout.repM * colBoxes; ++box) {
+    int64_t rowBox = box / colBoxes, firstCol = box % colBoxes * boxCols;
     Value buffer = arith::AddIOp::create(rewriter, loc, groupBuffers,
                                          c(box % kWarpgroupStoreBuffers * boxElements));
     // The store that last read this buffer (the one before the newest) is done with it.
@@ -115,13 +120,13 @@ bool storeByWarpgroups(StoreOp op, Value value, ConversionPatternRewriter &rewri
     });
     syncWarpgroup();
     for (int64_t e = 0; e < layout.perThread(); e += run) {
-      int64_t rn = (e / layout.tile.perLane) % layout.repN;
-      if (rn * layout.tile.tileN < firstCol || rn * layout.tile.tileN >= firstCol + boxCols)
+      int64_t tile = e / layout.tile.perLane, rm = tile / layout.repN, rn = tile % layout.repN;
+      if (rm != rowBox || rn * layout.tile.tileN < firstCol || rn * layout.tile.tileN >= firstCol + boxCols)
         continue;
       auto [row, col] = matrixCoordinates(rewriter, loc, dist, layout, e);
-      Value bandRow = arith::RemUIOp::create(rewriter, loc, row, c(bandRows));
+      Value boxRow = arith::RemUIOp::create(rewriter, loc, row, c(boxRows));
       Value boxCol = arith::SubIOp::create(rewriter, loc, col, c(firstCol));
-      Value at = arith::AddIOp::create(rewriter, loc, buffer, swizzled.offset(rewriter, loc, bandRow, boxCol));
+      Value at = arith::AddIOp::create(rewriter, loc, buffer, swizzled.offset(rewriter, loc, boxRow, boxCol));
       LLVM::StoreOp::create(rewriter, loc, sliceOf(rewriter, loc, value, e, run), elementAt(rewriter, loc, at),
                             run * bytes);
     }
@@ -130,8 +135,9 @@ bool storeByWarpgroups(StoreOp op, Value value, ConversionPatternRewriter &rewri
     syncWarpgroup();
     onLead(rewriter, loc, [&](OpBuilder &b, Location l) {
       Value boxInner = arith::AddIOp::create(b, l, inner, i32Constant(b, l, firstCol));
+      Value boxOuter = arith::AddIOp::create(b, l, outer, i32Constant(b, l, rowBox * boxRows));
       inlinePtx(b, l, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$0, {$1, $2}], [$3];", 0, "l,r,r,r",
-                ValueRange{store.map, boxInner, outer, elementAt(b, l, buffer)}, {});
+                ValueRange{store.map, boxInner, boxOuter, elementAt(b, l, buffer)}, {});
       inlinePtx(b, l, "cp.async.bulk.commit_group;", 0, "", {}, {});
     });
   }
