@@ -253,6 +253,23 @@ TEST(WarpgroupMma, WarpSpecializationAddsAProducerWarpgroup) {
   EXPECT_EQ(binary.dynamicSharedBytes, 4 * (128 + 256) * 64 * 2 + 8 * 8);
 }
 
+/// The per-warpgroup epilogue of a persistent kernel whose ring of 4 stages of
+/// `stageBytes` each (and its 8 barriers) comes first: two 64 x 64 f16 staging buffers per
+/// consumer warpgroup from the next 1024-byte boundary, no barrier of all the consumers,
+/// four bulk stores (64 x 64 boxes) each after a wait for the store before the newest.
+void expectWarpgroupEpilogue(const Binary &binary, const std::string &ptx, int64_t stageBytes) {
+  EXPECT_EQ(binary.dynamicSharedBytes, (4 * stageBytes + 8 * 8 + 1023) / 1024 * 1024 + 2 * 2 * 64 * 64 * 2);
+  EXPECT_EQ(occurrences(ptx, "bar.sync 1, 256;"), 0);
+  EXPECT_EQ(occurrences(ptx, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"), 4);
+  EXPECT_EQ(occurrences(ptx, "cp.async.bulk.commit_group;"), 4);
+  EXPECT_EQ(occurrences(ptx, "cp.async.bulk.wait_group.read 1;"), 4);
+  EXPECT_EQ(occurrences(ptx, "cp.async.bulk.wait_group.read 0;"), 1);
+  ASSERT_EQ(binary.tensorMaps.size(), 3u);
+  EXPECT_EQ(binary.tensorMaps[2].operand, 2);
+  EXPECT_EQ(binary.tensorMaps[2].boxInner, 64);
+  EXPECT_EQ(binary.tensorMaps[2].boxOuter, 64);
+}
+
 TEST(WarpgroupMma, PersistentKernelsWalkTilesAndStageCBesideTheRing) {
   // The producer and the consumers each walk the tiles in a loop of their own (one
   // setmaxnreg each); C goes through shared memory after the ring and the barriers (from
@@ -268,20 +285,10 @@ TEST(WarpgroupMma, PersistentKernelsWalkTilesAndStageCBesideTheRing) {
   EXPECT_EQ(binary.blockThreads, 384);
   EXPECT_EQ(occurrences(ptx, "setmaxnreg.dec.sync.aligned.u32 40;"), 1);
   EXPECT_EQ(occurrences(ptx, "setmaxnreg.inc.sync.aligned.u32 232;"), 1);
-  EXPECT_EQ(binary.dynamicSharedBytes, (4 * (128 + 256) * 64 * 2 + 8 * 8 + 1023) / 1024 * 1024 + 2 * 2 * 64 * 64 * 2);
-  EXPECT_EQ(occurrences(ptx, "bar.sync 1, 256;"), 0);
+  expectWarpgroupEpilogue(binary, ptx, (128 + 256) * 64 * 2);
   // Four boxes per warpgroup, each written between two warpgroup barriers.
   std::regex warpgroupBarrier(R"(bar\.sync %r\d+, 128;)");
   EXPECT_EQ(std::distance(std::sregex_iterator(ptx.begin(), ptx.end(), warpgroupBarrier), std::sregex_iterator()), 8);
-  EXPECT_EQ(occurrences(ptx, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"), 4);
-  EXPECT_EQ(occurrences(ptx, "cp.async.bulk.commit_group;"), 4);
-  EXPECT_EQ(occurrences(ptx, "cp.async.bulk.wait_group.read 1;"), 4);
-  EXPECT_EQ(occurrences(ptx, "cp.async.bulk.wait_group.read 0;"), 1);
-  // The tensor map's box is one warpgroup's band: 64 columns by 64 rows.
-  ASSERT_EQ(binary.tensorMaps.size(), 3u);
-  EXPECT_EQ(binary.tensorMaps[2].operand, 2);
-  EXPECT_EQ(binary.tensorMaps[2].boxInner, 64);
-  EXPECT_EQ(binary.tensorMaps[2].boxOuter, 64);
 }
 
 TEST(WarpgroupMma, PersistentEpilogueStoresTallBandsBoxByBox) {
@@ -293,13 +300,7 @@ TEST(WarpgroupMma, PersistentEpilogueStoresTallBandsBoxByBox) {
   config["BLOCK_N"] = 128;
   Binary binary = binaryOf("f16", config);
   std::string ptx = asmOf(binary);
-  EXPECT_EQ(binary.dynamicSharedBytes, (4 * (256 + 128) * 64 * 2 + 8 * 8 + 1023) / 1024 * 1024 + 2 * 2 * 64 * 64 * 2);
-  EXPECT_EQ(occurrences(ptx, "bar.sync 1, 256;"), 0);
-  EXPECT_EQ(occurrences(ptx, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"), 4);
-  EXPECT_EQ(occurrences(ptx, "cp.async.bulk.wait_group.read 1;"), 4);
-  ASSERT_EQ(binary.tensorMaps.size(), 3u);
-  EXPECT_EQ(binary.tensorMaps[2].boxInner, 64);
-  EXPECT_EQ(binary.tensorMaps[2].boxOuter, 64);
+  expectWarpgroupEpilogue(binary, ptx, (256 + 128) * 64 * 2);
 }
 
 /// `config` persistent and warp-specialized, its tiles' K steps shared out evenly.
