@@ -40,6 +40,21 @@ bool mlir::tile::gpu_lowering::wholeRunsProven(const AffineLanes &lanes, Value m
 
 namespace {
 
+/// Element `offset` (i32) of the staging area `scratch` of `element`s.
+Value stagedElement(OpBuilder &b, Location loc, Value scratch, Type element, Value offset) {
+  return LLVM::GEPOp::create(
+             b, loc, scratch.getType(), element, scratch,
+             ArrayRef<LLVM::GEPArg>{arith::ExtUIOp::create(b, loc, b.getI64Type(), offset).getResult()})
+      .getResult();
+}
+
+/// One bulk tensor store of the box at `source` (shared) to C's tensor map at (inner,
+/// outer), in this thread's current bulk group.
+void storeBox(OpBuilder &b, Location loc, Value map, Value inner, Value outer, Value source) {
+  inlinePtx(b, loc, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$0, {$1, $2}], [$3];", 0, "l,r,r,r",
+            ValueRange{map, inner, outer, source}, {});
+}
+
 /// Buffers each warpgroup stages its results in: while the copy engine reads one, the
 /// warpgroup writes the next.
 constexpr int64_t kWarpgroupStoreBuffers = 2;
@@ -85,9 +100,7 @@ bool storeByWarpgroups(StoreOp op, Value value, ConversionPatternRewriter &rewri
   SharedLayout swizzled = warpgroupSharedLayout(boxRows, boxCols, bytes);
   auto remap = [&](Value v) { return rewriter.getRemappedValue(v); };
   auto elementAt = [&](OpBuilder &b, Location l, Value offset) {
-    return LLVM::GEPOp::create(b, l, scratch.getType(), element, scratch,
-                               ArrayRef<LLVM::GEPArg>{arith::ExtUIOp::create(b, l, i64, offset).getResult()})
-        .getResult();
+    return stagedElement(b, l, scratch, element, offset);
   };
   Value group = arith::DivUIOp::create(rewriter, loc, dist.threadId, c(kWarpgroupThreads));
   // Named barriers 0 and 1 are the block's and the consumers' (warp specialization).
@@ -136,8 +149,7 @@ bool storeByWarpgroups(StoreOp op, Value value, ConversionPatternRewriter &rewri
     onLead(rewriter, loc, [&](OpBuilder &b, Location l) {
       Value boxInner = arith::AddIOp::create(b, l, inner, i32Constant(b, l, firstCol));
       Value boxOuter = arith::AddIOp::create(b, l, outer, i32Constant(b, l, rowBox * boxRows));
-      inlinePtx(b, l, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$0, {$1, $2}], [$3];", 0, "l,r,r,r",
-                ValueRange{store.map, boxInner, boxOuter, elementAt(b, l, buffer)}, {});
+      storeBox(b, l, store.map, boxInner, boxOuter, elementAt(b, l, buffer));
       inlinePtx(b, l, "cp.async.bulk.commit_group;", 0, "", {}, {});
     });
   }
@@ -239,9 +251,7 @@ bool mlir::tile::gpu_lowering::storeThroughShared(StoreOp op, Value value, Conve
                              [&] { func->setAttr(kEpilogueSharedBytesAttr, rewriter.getI64IntegerAttr(staged)); });
   }
   auto elementAt = [&](OpBuilder &b, Location l, Value offset) {
-    return LLVM::GEPOp::create(b, l, scratch.getType(), element, scratch,
-                               ArrayRef<LLVM::GEPArg>{arith::ExtUIOp::create(b, l, i64, offset).getResult()})
-        .getResult();
+    return stagedElement(b, l, scratch, element, offset);
   };
   auto at = [&](OpBuilder &b, Location l, Value row, Value col) {
     if (bulkStore)
@@ -285,11 +295,8 @@ bool mlir::tile::gpu_lowering::storeThroughShared(StoreOp op, Value value, Conve
       scf::IfOp::create(rewriter, loc, isFirstThread(), [&](OpBuilder &b, Location l) {
         for (int64_t box = 0; box < store.boxes; ++box) {
           Value boxInner = arith::AddIOp::create(b, l, inner, i32Constant(b, l, firstCol + box * store.boxInner));
-          inlinePtx(b, l, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$0, {$1, $2}], [$3];", 0,
-                    "l,r,r,r",
-                    ValueRange{store.map, boxInner, outer,
-                               elementAt(b, l, i32Constant(b, l, box * store.boxInner * store.boxOuter))},
-                    {});
+          storeBox(b, l, store.map, boxInner, outer,
+                   elementAt(b, l, i32Constant(b, l, box * store.boxInner * store.boxOuter)));
         }
         inlinePtx(b, l, "cp.async.bulk.commit_group;", 0, "", {}, {});
         scf::YieldOp::create(b, l);
