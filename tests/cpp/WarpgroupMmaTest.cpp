@@ -257,8 +257,12 @@ TEST(WarpgroupMma, WarpSpecializationAddsAProducerWarpgroup) {
 /// `stageBytes` each (and its 8 barriers) comes first: two 64 x 64 f16 staging buffers per
 /// consumer warpgroup from the next 1024-byte boundary, no barrier of all the consumers,
 /// four bulk stores (64 x 64 boxes) each after a wait for the store before the newest.
+/// Each warp writes a box's 16 rows of its own by four stmatrix x4 (16 columns each), no
+/// lane by st.shared.
 void expectWarpgroupEpilogue(const Binary &binary, const std::string &ptx, int64_t stageBytes) {
   EXPECT_EQ(binary.dynamicSharedBytes, (4 * stageBytes + 8 * 8 + 1023) / 1024 * 1024 + 2 * 2 * 64 * 64 * 2);
+  EXPECT_EQ(occurrences(ptx, "stmatrix.sync.aligned.m8n8.x4.shared.b16"), 4 * 4);
+  EXPECT_EQ(occurrences(ptx, "st.shared"), 0);
   EXPECT_EQ(occurrences(ptx, "bar.sync 1, 256;"), 0);
   EXPECT_EQ(occurrences(ptx, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"), 4);
   EXPECT_EQ(occurrences(ptx, "cp.async.bulk.commit_group;"), 4);
