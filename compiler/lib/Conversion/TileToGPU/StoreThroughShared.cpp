@@ -91,7 +91,7 @@ bool storeByWarpgroups(StoreOp op, Value value, ConversionPatternRewriter &rewri
 
   Location loc = op.getLoc();
   auto c = [&](int64_t v) { return i32Constant(rewriter, loc, v); };
-  Type i32 = rewriter.getI32Type(), i64 = rewriter.getI64Type();
+  Type i32 = rewriter.getI32Type();
   BulkCopyOperand store = bulkStore;
   store.parts = layout.rows / boxRows; // the tensor map's box is one instruction tile's rows
   recordTensorMap(rewriter, op, 2, store, element);
