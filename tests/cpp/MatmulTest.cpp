@@ -102,6 +102,32 @@ TEST(Matmul, DotReadsOperandsFromMemory) {
   EXPECT_NE(binary.stages.at(3).second.find("vfmadd"), std::string::npos);
 }
 
+TEST(Matmul, Bf16DotsTakeVdpbf16psWhereTheCpuHasAvx512Bf16) {
+  // On a CPU with AVX512-BF16 the full blocks of a bf16 dot whose a rows are unit-stride
+  // multiply pairs of k with vdpbf16ps; b's rows k and k + 1 are interleaved by a word
+  // permute. Without the feature (here forced off on the same CPU) every block widens
+  // to f32 FMAs. Other blocks (ragged edges, a strided a) keep the FMAs either way.
+  Target withBf16;
+  withBf16.kind = TargetKind::Cpu;
+  withBf16.arch = "znver4";
+  withBf16.features = "+avx2,+avx512bf16,+avx512bw,+avx512dq,+avx512f,+avx512vl,+f16c,+fma";
+  Target without = withBf16;
+  without.features = "+avx2,-avx512bf16,+avx512bw,+avx512dq,+avx512f,+avx512vl,+f16c,+fma";
+  CompileOptions options;
+  options.keepStages = true;
+  for (const Target &target : {withBf16, without}) {
+    auto context = createContext();
+    auto module = ops::buildKernel(*context, matmulSpec("matmul", "bf16", "bf16", 8, 32, 64));
+    Binary binary = compile(*module, target, options);
+    const std::string &cpuStage = binary.stages.at(1).second, &assembly = binary.stages.at(3).second;
+    bool pairs = target.hasFeature("avx512bf16");
+    EXPECT_EQ(cpuStage.find("llvm.x86.avx512bf16.dpbf16ps.512") != std::string::npos, pairs) << target.features;
+    EXPECT_EQ(assembly.find("vdpbf16ps") != std::string::npos, pairs) << target.features;
+    EXPECT_EQ(assembly.find("vpermt2w") != std::string::npos, pairs) << target.features;
+    EXPECT_NE(assembly.find("vfmadd"), std::string::npos) << target.features;
+  }
+}
+
 TEST(Matmul, RejectsBadConfigs) {
   auto context = createContext();
   EXPECT_THROW(ops::buildKernel(*context, matmulSpec("matmul", "f32", "f32", 24, 32, 16)),

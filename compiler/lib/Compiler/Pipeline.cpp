@@ -52,10 +52,12 @@ void ::tile::registerTileDialects(DialectRegistry &registry) {
   registerNVVMDialectTranslation(registry);
 }
 
-void ::tile::buildTileToCpuPipeline(OpPassManager &pm) {
+void ::tile::buildTileToCpuPipeline(OpPassManager &pm, bool bf16Dot) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
-  pm.addPass(mlir::tile::createConvertTileToCPU());
+  mlir::tile::ConvertTileToCPUOptions options;
+  options.bf16Dot = bf16Dot;
+  pm.addPass(mlir::tile::createConvertTileToCPU(options));
 }
 
 /// bf16 <-> f32 become integer bit operations: x86 without AVX512-BF16 would otherwise
@@ -144,7 +146,8 @@ struct GpuPipelineOptions : PassPipelineOptions<GpuPipelineOptions> {
 
 void ::tile::registerTilePassesAndPipelines() {
   mlir::tile::registerTileConversionPasses();
-  PassPipelineRegistration<>("tile-to-cpu", "tile -> tile-cpu stage", buildTileToCpuPipeline);
+  PassPipelineRegistration<>("tile-to-cpu", "tile -> tile-cpu stage",
+                            [](OpPassManager &pm) { buildTileToCpuPipeline(pm); });
   PassPipelineRegistration<>("tile-cpu-to-llvm", "tile-cpu -> llvm stage",
                              buildCpuToLLVMPipeline);
   PassPipelineRegistration<GpuPipelineOptions>(

@@ -21,6 +21,11 @@ def ConvertTileToCPU : Pass<"convert-tile-to-cpu", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::vector::VectorDialect",
                            "::mlir::scf::SCFDialect", "::mlir::func::FuncDialect",
                            "::mlir::arith::ArithDialect"];
+  let options = [
+    Option<"bf16Dot", "bf16-dot", "bool", /*default=*/"false",
+           "the host has AVX512-BF16: bf16 dots whose a rows are unit-stride multiply pairs "
+           "of k with vdpbf16ps (two products per f32 lane) instead of widening to f32 FMAs">,
+  ];
 }
 
 def ConvertTileToGPU : Pass<"convert-tile-to-gpu", "::mlir::ModuleOp"> {

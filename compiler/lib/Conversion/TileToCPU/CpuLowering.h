@@ -34,7 +34,8 @@ Value allLanesOn(ConversionPatternRewriter &rewriter, Location loc, Value origin
 bool isFusedIntoDots(LoadOp load);
 
 void populateMemoryAccessPatterns(const TypeConverter &converter, RewritePatternSet &patterns);
-void populateDotPatterns(const TypeConverter &converter, RewritePatternSet &patterns);
+/// `bf16Dot`: the host has AVX512-BF16 (vdpbf16ps).
+void populateDotPatterns(const TypeConverter &converter, RewritePatternSet &patterns, bool bf16Dot);
 
 } // namespace mlir::tile::cpu
 

@@ -120,6 +120,8 @@ void appendGridArguments(func::FuncOp kernel) {
 }
 
 struct ConvertTileToCPUPass : mlir::tile::impl::ConvertTileToCPUBase<ConvertTileToCPUPass> {
+  using ConvertTileToCPUBase::ConvertTileToCPUBase;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
@@ -158,7 +160,7 @@ struct ConvertTileToCPUPass : mlir::tile::impl::ConvertTileToCPUBase<ConvertTile
     patterns.add<MakeRangeLowering, SplatLowering, AddPtrLowering, ExpandDimsLowering,
                  BroadcastLowering>(converter, ctx);
     cpu::populateMemoryAccessPatterns(converter, patterns);
-    cpu::populateDotPatterns(converter, patterns);
+    cpu::populateDotPatterns(converter, patterns, bf16Dot);
     populateElementwiseTypeLowering(converter, patterns);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns, converter);
     populateReturnOpTypeConversionPattern(patterns, converter);
