@@ -191,6 +191,19 @@ TEST(Target, ParsesEveryForm) {
   EXPECT_THROW(Target::parse("hip:"), std::invalid_argument);
 }
 
+TEST(Target, NamedCpusCarryTheirFeatures) {
+  // A CPU other than the host (an offline compile, TILE_TARGET) gets the features LLVM
+  // knows it by, so the lowering picks its instructions as for the host's.
+  Target sapphireRapids = Target::parse("cpu:sapphirerapids");
+  EXPECT_TRUE(sapphireRapids.hasFeature("avx512bf16"));
+  EXPECT_TRUE(sapphireRapids.hasFeature("amx-bf16"));
+  Target skylake = Target::parse("cpu:skylake-avx512");
+  EXPECT_TRUE(skylake.hasFeature("avx512f"));
+  EXPECT_FALSE(skylake.hasFeature("avx512bf16"));
+  EXPECT_NE(sapphireRapids.fullId(), skylake.fullId());
+  EXPECT_EQ(Target::parse("cpu:nonsense").features, "");
+}
+
 TEST(Ops, RejectBadSpecs) {
   auto context = createContext();
   EXPECT_THROW(ops::buildKernel(*context, vectorAddSpec("f32", 100)), std::invalid_argument);

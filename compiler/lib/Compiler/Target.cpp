@@ -3,6 +3,7 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/X86TargetParser.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -30,6 +31,26 @@ std::string Target::fullId() const {
   return kind == TargetKind::Cpu ? str() + "[" + features + "]" : str();
 }
 
+namespace {
+
+/// The features LLVM gives a named x86 CPU (none for a name it does not know), in the
+/// host's form: sorted, each with its sign. The lowering then picks that CPU's
+/// instructions (vdpbf16ps where it has AVX512-BF16) as it does the host's.
+std::string namedCpuFeatures(const std::string &cpu) {
+  if (llvm::X86::parseArchX86(cpu, /*Only64Bit=*/true) == llvm::X86::CK_None)
+    return ""; // the machine-code stage names the unknown CPU
+  llvm::SmallVector<llvm::StringRef> named;
+  llvm::X86::getFeaturesForCPU(cpu, named, /*NeedPlus=*/true);
+  std::vector<std::string> features(named.begin(), named.end());
+  std::sort(features.begin(), features.end());
+  std::string joined;
+  for (const auto &feature : features)
+    joined += (joined.empty() ? "" : ",") + feature;
+  return joined;
+}
+
+} // namespace
+
 Target Target::parse(const std::string &text) {
   llvm::StringRef rest(text);
   auto [kindName, tail] = rest.split(':');
@@ -40,6 +61,8 @@ Target Target::parse(const std::string &text) {
     if (target.arch.empty() || target.arch == "native" || target.arch == host().arch) {
       target.arch = host().arch;
       target.features = host().features;
+    } else {
+      target.features = namedCpuFeatures(target.arch);
     }
   } else if (kindName == "hip") {
     target.kind = TargetKind::Hip;
