@@ -10,7 +10,9 @@ run and device; on CUDA also against Triton's tutorial matmul (when triton impor
 Shapes are (M, N, K): a is M x K, b is K x N. Runs on CUDA when torch sees a GPU, else on
 the CPU. Prints a table, writes results/bench_matmul_<device>_<dtype>[_autotuned][_quick]
 .json and .png. FLOPs per call: 2*M*N*K (leaky_relu's M*N are not counted). The unfused
-baseline applies leaky_relu in place, torch's cheapest way without fusion.
+baseline applies leaky_relu in place, torch's cheapest way without fusion. --dtype int8
+(CPU only): int8 -> int32 against torch._int_mm and against torch's float32 matmul of the
+same values, with no fused op.
 
 CPU (default float32): square sizes 128 ... 4096 up to --max-size (4096). Before timing, each
 shape is checked once against torch (Frobenius norm), and the first call is timed after
@@ -58,9 +60,11 @@ import torch_tile
 
 from common import L2_FLUSH_BYTES, cuda_interleaved_times, interleaved_seconds, write_results
 
-DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
-# Largest ||tile - torch||_F / ||torch||_F accepted: both results carry their own rounding.
-MAX_REL_ERROR = {torch.float32: 1e-4, torch.float16: 4e-3, torch.bfloat16: 2e-2}
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
+          "int8": torch.int8}
+# Largest ||tile - torch||_F / ||torch||_F accepted: both results carry their own rounding
+# (int8 -> int32 is exact; its float32 baseline rounds sums past 2^24).
+MAX_REL_ERROR = {torch.float32: 1e-4, torch.float16: 4e-3, torch.bfloat16: 2e-2, torch.int8: 1e-6}
 SQUARE_SIZES = [128, 256, 512, 1024, 2048, 4096]
 QUICK_MAX_SIZE_CPU = 256
 # CUDA: the sizes users quote; the last one (a is 1.3 GB in 16 bits) is left out by
@@ -154,19 +158,40 @@ def repeats_within(budget_s, seconds_per_call):
     return max(1, min(10, int(budget_s / max(seconds_per_call, 1e-9))))
 
 
+def int8_variants(a, b):
+    """int8 -> int32 (no fused leaky_relu for int8): against torch's int8 GEMM
+    (torch._int_mm) where this torch has one on the device, and against torch's float32
+    matmul of the same values."""
+    af, bf = a.float(), b.float()
+    tile_fn = lambda: torch.ops.tile.matmul(a, b, out_dtype=torch.int32)
+    variants = []
+    try:
+        torch._int_mm(a, b)
+        variants.append(("matmul", tile_fn, lambda: torch._int_mm(a, b)))
+    except (RuntimeError, AttributeError):
+        pass
+    variants.append(("matmul_vs_float32", tile_fn, lambda: torch.matmul(af, bf)))
+    return variants
+
+
 def measure(shape, dtype, device, args):
     """Rows for one shape: the plain matmul against torch, then the fused leaky_relu."""
     m, n, k = shape
-    a = torch.randn(m, k, device=device).to(dtype)
-    # 1/sqrt(K) keeps the results near N(0, 1), far from float16's range.
-    b = (torch.randn(k, n, device=device) / k**0.5).to(dtype)
     slope = args.negative_slope
     flops = 2 * m * n * k
-    variants = [
-        ("matmul", lambda: torch.ops.tile.matmul(a, b), lambda: torch.matmul(a, b)),
-        ("matmul_leaky_relu", lambda: torch.ops.tile.matmul_leaky_relu(a, b, slope),
-         lambda: F.leaky_relu(torch.matmul(a, b), slope, inplace=True)),
-    ]
+    if dtype == torch.int8:
+        a = torch.randint(-128, 128, (m, k), device=device, dtype=dtype)
+        b = torch.randint(-128, 128, (k, n), device=device, dtype=dtype)
+        variants = int8_variants(a, b)
+    else:
+        a = torch.randn(m, k, device=device).to(dtype)
+        # 1/sqrt(K) keeps the results near N(0, 1), far from float16's range.
+        b = (torch.randn(k, n, device=device) / k**0.5).to(dtype)
+        variants = [
+            ("matmul", lambda: torch.ops.tile.matmul(a, b), lambda: torch.matmul(a, b)),
+            ("matmul_leaky_relu", lambda: torch.ops.tile.matmul_leaky_relu(a, b, slope),
+             lambda: F.leaky_relu(torch.matmul(a, b), slope, inplace=True)),
+        ]
     rows = []
     for op, tile_fn, torch_fn in variants:
         torch_tile.runtime.clear_cache()
@@ -525,13 +550,18 @@ def main_cpu(args, device, dtype):
 
     def plot(axis):
         positions = range(len(labels))
-        for op, marker in (("matmul", "o"), ("matmul_leaky_relu", "s")):
+        baselines = {"matmul": "torch._int_mm" if args.dtype == "int8" else "torch.matmul",
+                     "matmul_leaky_relu": "torch.matmul + leaky_relu",
+                     "matmul_vs_float32": "torch.matmul (float32)"}
+        for op, marker in (("matmul", "o"), ("matmul_leaky_relu", "s"), ("matmul_vs_float32", "^")):
             by_shape = {(r["m"], r["n"], r["k"]): r for r in rows if r["op"] == op}
-            baseline = "torch.matmul" if op == "matmul" else "torch.matmul + leaky_relu"
-            axis.plot(positions, [by_shape[s]["tile_tflops"] for s in labels], f"{marker}-",
-                      label=f"tile {op}")
+            if not by_shape:
+                continue
+            if op != "matmul_vs_float32":  # the same tile calls as "matmul"
+                axis.plot(positions, [by_shape[s]["tile_tflops"] for s in labels], f"{marker}-",
+                          label=f"tile {op}")
             axis.plot(positions, [by_shape[s]["torch_tflops"] for s in labels], f"{marker}--",
-                      label=baseline)
+                      label=baselines[op])
         axis.set_xticks(list(positions), ["x".join(map(str, s)) for s in labels], rotation=30)
         axis.set_xlabel(f"M x N x K ({args.dtype})")
         axis.set_ylabel("TFLOP/s (2*M*N*K per call)")
@@ -547,6 +577,8 @@ def main():
         torch_tile.config.autotune = True
     device = torch.device(args.device)
     dtype = DTYPES[args.dtype]
+    if dtype == torch.int8 and device.type == "cuda":
+        raise SystemExit("--dtype int8 is measured on the CPU only")
     if device.type == "cuda":
         rows, skipped, failed, plot, extra = main_cuda(args, device, dtype)
     else:

@@ -102,31 +102,42 @@ TEST(Matmul, DotReadsOperandsFromMemory) {
   EXPECT_NE(binary.stages.at(3).second.find("vfmadd"), std::string::npos);
 }
 
-TEST(Matmul, Bf16DotsTakeVdpbf16psWhereTheCpuHasAvx512Bf16) {
-  // On a CPU with AVX512-BF16 the full blocks of a bf16 dot whose a rows are unit-stride
-  // multiply pairs of k with vdpbf16ps; b's rows k and k + 1 are interleaved by a word
-  // permute. Without the feature (here forced off on the same CPU) every block widens
-  // to f32 FMAs. Other blocks (ragged edges, a strided a) keep the FMAs either way.
-  Target withBf16;
-  withBf16.kind = TargetKind::Cpu;
-  withBf16.arch = "znver4";
-  withBf16.features = "+avx2,+avx512bf16,+avx512bw,+avx512dq,+avx512f,+avx512vl,+f16c,+fma";
-  Target without = withBf16;
-  without.features = "+avx2,-avx512bf16,+avx512bw,+avx512dq,+avx512f,+avx512vl,+f16c,+fma";
+struct GroupedDotCase {
+  std::string in, out, feature, instruction, interleave;
+};
+
+class GroupedDots : public ::testing::TestWithParam<GroupedDotCase> {};
+
+TEST_P(GroupedDots, TakeTheDotProductInstructionWhereTheCpuHasIt) {
+  // On a CPU with AVX512-BF16 (AVX512-VNNI) the full blocks of a bf16 (int8) dot whose a
+  // rows are unit-stride multiply pairs (quads) of k with vdpbf16ps (vpdpbusd); b's rows
+  // are interleaved by a permute. Without the feature (here forced off on the same CPU)
+  // every block widens. Other blocks (ragged edges, a strided a) widen either way.
+  const GroupedDotCase &c = GetParam();
+  Target with;
+  with.kind = TargetKind::Cpu;
+  with.arch = "znver4";
+  std::string common = "+avx2,+avx512bw,+avx512dq,+avx512f,+avx512vbmi,+avx512vl,+f16c,+fma";
+  with.features = common + ",+" + c.feature;
+  Target without = with;
+  without.features = common + ",-" + c.feature;
   CompileOptions options;
   options.keepStages = true;
-  for (const Target &target : {withBf16, without}) {
+  for (const Target &target : {with, without}) {
     auto context = createContext();
-    auto module = ops::buildKernel(*context, matmulSpec("matmul", "bf16", "bf16", 8, 32, 64));
+    auto module = ops::buildKernel(*context, matmulSpec("matmul", c.in, c.out, 8, 32, 64));
     Binary binary = compile(*module, target, options);
-    const std::string &cpuStage = binary.stages.at(1).second, &assembly = binary.stages.at(3).second;
-    bool pairs = target.hasFeature("avx512bf16");
-    EXPECT_EQ(cpuStage.find("llvm.x86.avx512bf16.dpbf16ps.512") != std::string::npos, pairs) << target.features;
-    EXPECT_EQ(assembly.find("vdpbf16ps") != std::string::npos, pairs) << target.features;
-    EXPECT_EQ(assembly.find("vpermt2w") != std::string::npos, pairs) << target.features;
-    EXPECT_NE(assembly.find("vfmadd"), std::string::npos) << target.features;
+    const std::string &assembly = binary.stages.at(3).second;
+    bool grouped = target.hasFeature(c.feature);
+    EXPECT_EQ(assembly.find(c.instruction) != std::string::npos, grouped) << target.features;
+    EXPECT_EQ(assembly.find(c.interleave) != std::string::npos, grouped) << target.features;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Cpu, GroupedDots,
+                         ::testing::Values(GroupedDotCase{"bf16", "bf16", "avx512bf16", "vdpbf16ps", "vpermt2w"},
+                                           GroupedDotCase{"i8", "i32", "avx512vnni", "vpdpbusd", "vpermt2b"}),
+                         [](const ::testing::TestParamInfo<GroupedDotCase> &info) { return info.param.in; });
 
 TEST(Matmul, RejectsBadConfigs) {
   auto context = createContext();

@@ -313,7 +313,7 @@ Binary tile::compile(mlir::ModuleOp module, const Target &target, const CompileO
     checkCpuAccumulator(1024, 1024, 4, target);
 
   mlir::PassManager toCpu(context);
-  buildTileToCpuPipeline(toCpu, target.hasFeature("avx512bf16"));
+  buildTileToCpuPipeline(toCpu, target.hasFeature("avx512bf16"), target.hasFeature("avx512vnni"));
   if (mlir::failed(toCpu.run(module)) || injectedInto(module, "lowering"))
     diagnostics.fail("lowering tile -> tile-cpu failed:");
   keep("tile-cpu", printed(module));

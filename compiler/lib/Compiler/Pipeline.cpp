@@ -52,11 +52,12 @@ void ::tile::registerTileDialects(DialectRegistry &registry) {
   registerNVVMDialectTranslation(registry);
 }
 
-void ::tile::buildTileToCpuPipeline(OpPassManager &pm, bool bf16Dot) {
+void ::tile::buildTileToCpuPipeline(OpPassManager &pm, bool bf16Dot, bool int8Dot) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   mlir::tile::ConvertTileToCPUOptions options;
   options.bf16Dot = bf16Dot;
+  options.int8Dot = int8Dot;
   pm.addPass(mlir::tile::createConvertTileToCPU(options));
 }
 

@@ -14,9 +14,10 @@ namespace tile {
 /// Every dialect and external interface that tile IR and its lowerings need.
 void registerTileDialects(mlir::DialectRegistry &registry);
 
-/// tile -> tile-cpu: clean-up, then the CPU lowering of tile ops. `bf16Dot`: the host
-/// has AVX512-BF16 (its bf16 dots take vdpbf16ps).
-void buildTileToCpuPipeline(mlir::OpPassManager &pm, bool bf16Dot = false);
+/// tile -> tile-cpu: clean-up, then the CPU lowering of tile ops. `bf16Dot` / `int8Dot`:
+/// the host has AVX512-BF16 / AVX512-VNNI (its bf16 / int8 dots take vdpbf16ps /
+/// vpdpbusd).
+void buildTileToCpuPipeline(mlir::OpPassManager &pm, bool bf16Dot = false, bool int8Dot = false);
 
 /// tile-cpu -> llvm: the upstream conversions of what remains to the LLVM dialect.
 void buildCpuToLLVMPipeline(mlir::OpPassManager &pm);

@@ -25,6 +25,9 @@ def ConvertTileToCPU : Pass<"convert-tile-to-cpu", "::mlir::ModuleOp"> {
     Option<"bf16Dot", "bf16-dot", "bool", /*default=*/"false",
            "the host has AVX512-BF16: bf16 dots whose a rows are unit-stride multiply pairs "
            "of k with vdpbf16ps (two products per f32 lane) instead of widening to f32 FMAs">,
+    Option<"int8Dot", "int8-dot", "bool", /*default=*/"false",
+           "the host has AVX512-VNNI: int8 dots whose a rows are unit-stride multiply quads "
+           "of k with vpdpbusd (four products per i32 lane)">,
   ];
 }
 

@@ -34,8 +34,12 @@ Value allLanesOn(ConversionPatternRewriter &rewriter, Location loc, Value origin
 bool isFusedIntoDots(LoadOp load);
 
 void populateMemoryAccessPatterns(const TypeConverter &converter, RewritePatternSet &patterns);
-/// `bf16Dot`: the host has AVX512-BF16 (vdpbf16ps).
-void populateDotPatterns(const TypeConverter &converter, RewritePatternSet &patterns, bool bf16Dot);
+/// The dot-product instructions the host has.
+struct CpuDotFeatures {
+  bool bf16 = false; ///< AVX512-BF16: vdpbf16ps
+  bool int8 = false; ///< AVX512-VNNI: vpdpbusd
+};
+void populateDotPatterns(const TypeConverter &converter, RewritePatternSet &patterns, CpuDotFeatures features);
 
 } // namespace mlir::tile::cpu
 

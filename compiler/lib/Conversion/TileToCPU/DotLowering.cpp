@@ -8,11 +8,12 @@
 // built as vectors. Full blocks with a unit-stride b row take plain vector loads;
 // blocks at the edges of the matrices mask every element as the loads would have.
 //
-// bf16 dots on a host with AVX512-BF16 take two k at a time instead, where a's rows are
-// unit-stride: vdpbf16ps multiplies the pair (a[i, k], a[i, k + 1]), broadcast from one
-// 32-bit load, with b's rows k and k + 1 interleaved column by column, and adds both
-// products to each f32 lane. That is half the instructions of the widened FMAs for the
-// same products, and none of the conversions.
+// bf16 and int8 dots on a host with AVX512-BF16 / AVX512-VNNI take several k at a time
+// instead, where a's rows are unit-stride: vdpbf16ps multiplies the pair (a[i, k],
+// a[i, k + 1]), broadcast from one 32-bit load, with b's rows k and k + 1 interleaved
+// column by column, and adds both products to each f32 lane; vpdpbusd does the same with
+// four int8 k per i32 lane. That is a half (a quarter) of the instructions of the
+// widened multiply-adds for the same products, and none of the conversions.
 //
 // Any other dot widens its operands to the accumulator type and becomes a
 // vector.contract, lowered to the same outer products by the LLVM stage.
@@ -201,77 +202,142 @@ SmallVector<Value> microkernel(OpBuilder &b, Location loc, const OperandView &a,
   return SmallVector<Value>(loop.getResults());
 }
 
-/// f32 lanes of one vdpbf16ps on 512-bit registers.
-constexpr int64_t kPairLanes = 16;
+/// 32-bit accumulator lanes of one 512-bit dot-product instruction.
+constexpr int64_t kDotLanes = 16;
 
-/// Whether a full block of this dot can take pairMicrokernel.
-bool takesBf16Pairs(const OperandView &a, const OperandView &b, Type accElement, int64_t k, int64_t n) {
-  return a.element.isBF16() && b.element.isBF16() && accElement.isF32() && k % 2 == 0 && n % kPairLanes == 0;
+/// A dot-product instruction that adds `group` products of consecutive k to each 32-bit
+/// lane: vdpbf16ps (AVX512-BF16, pairs of bf16 into f32) and vpdpbusd (AVX512-VNNI,
+/// quads of u8 x s8 into i32).
+struct GroupedDot {
+  int64_t group;
+  StringRef intrinsic;
+  /// a's side of vpdpbusd is unsigned: s8 a is taken as a + 128 (its sign bit flipped),
+  /// and 128 times the column sums of b come off at the end.
+  bool offsetA;
+};
+
+/// The grouped dot a full block of this dot can take on this host, if any.
+std::optional<GroupedDot> groupedDotFor(const OperandView &a, const OperandView &b, Type accElement, int64_t k,
+                                        int64_t n, const CpuDotFeatures &features) {
+  std::optional<GroupedDot> dot;
+  if (features.bf16 && a.element.isBF16() && b.element.isBF16() && accElement.isF32())
+    dot = GroupedDot{2, "llvm.x86.avx512bf16.dpbf16ps.512", false};
+  if (features.int8 && a.element.isInteger(8) && b.element.isInteger(8) && accElement.isInteger(32))
+    dot = GroupedDot{4, "llvm.x86.avx512.vpdpbusd.512", true};
+  if (!dot || k % dot->group != 0 || n % kDotLanes != 0)
+    return std::nullopt;
+  return dot;
 }
 
-/// The full-block K loop of a bf16 dot by vdpbf16ps: per pair of k, b's rows k and
-/// k + 1 interleaved (b[k, j], b[k + 1, j], ...), and for each accumulator row the
-/// 32-bit pair (a[i, k], a[i, k + 1]) broadcast to every lane. a's k is unit-stride.
-SmallVector<Value> pairMicrokernel(OpBuilder &b, Location loc, const OperandView &a, const OperandView &bView,
-                                   ValueRange accRows, int64_t k) {
+/// The full-block K loop of a dot by a grouped dot-product instruction: per group of k,
+/// b's rows k .. k + group - 1 interleaved column by column (b[k, j], b[k + 1, j], ...),
+/// and for each accumulator row the group (a[i, k], a[i, k + 1], ...), one 32-bit load
+/// broadcast to every lane. a's k is unit-stride.
+SmallVector<Value> groupedMicrokernel(OpBuilder &b, Location loc, const OperandView &a, const OperandView &bView,
+                                      ValueRange accRows, int64_t k, const GroupedDot &dot) {
   auto rowType = cast<VectorType>(accRows.front().getType());
-  int64_t n = rowType.getDimSize(0);
-  Type i16 = b.getI16Type(), i32 = b.getI32Type(), bf16 = b.getBF16Type();
-  auto bRowType = VectorType::get({n}, i16);
-  auto chunkType = VectorType::get({kPairLanes}, b.getF32Type());
-  auto pairsType = VectorType::get({2 * kPairLanes}, bf16);
+  int64_t n = rowType.getDimSize(0), g = dot.group;
+  int64_t chunks = n / kDotLanes;
+  Type i32 = b.getI32Type();
+  // Rows of b travel as integers of the element's width: x86 without AVX512-BF16 would
+  // round-trip a bfloat through f32 to move it.
+  Type bits = b.getIntegerType(a.element.getIntOrFloatBitWidth());
+  auto bRowType = VectorType::get({n}, bits);
+  auto chunkType = VectorType::get({kDotLanes}, rowType.getElementType());
+  auto operandType = VectorType::get({g * kDotLanes}, a.element);
+  auto wordsType = VectorType::get({kDotLanes}, i32);
   auto ptrType = a.base.getType();
+  auto words = [&](OpBuilder &b, Location loc, Value v) -> Value {
+    return LLVM::BitcastOp::create(b, loc, operandType, v);
+  };
+  auto slice = [&](OpBuilder &b, Location loc, Value v, int64_t first, int64_t size) -> Value {
+    return vector::ExtractStridedSliceOp::create(b, loc, v, ArrayRef<int64_t>{first}, ArrayRef<int64_t>{size},
+                                                 ArrayRef<int64_t>{1});
+  };
+  auto dotProduct = [&](OpBuilder &b, Location loc, Value acc, Value x, Value y) -> Value {
+    return LLVM::CallIntrinsicOp::create(b, loc, chunkType, b.getStringAttr(dot.intrinsic), ValueRange{acc, x, y})
+        .getResult(0);
+  };
+  Value flipSigns = arith::ConstantIntOp::create(b, loc, i32, 0x80808080);
+  // Running 128 * sum of b per column, for vpdpbusd's offset a.
+  SmallVector<Value> carried(accRows);
+  if (dot.offsetA)
+    for (int64_t c = 0; c < chunks; ++c)
+      carried.push_back(arith::ConstantOp::create(b, loc, chunkType, b.getZeroAttr(chunkType)));
+  // The group's rows of b joined two by two until two halves remain, then interleaved:
+  // element (j, r) is b[k + r, j].
+  auto halves = [&](OpBuilder &b, Location loc, SmallVector<Value> rows) {
+    while (rows.size() > 2) {
+      int64_t length = cast<VectorType>(rows.front().getType()).getDimSize(0);
+      SmallVector<int64_t> both = llvm::to_vector(llvm::seq<int64_t>(0, 2 * length));
+      SmallVector<Value> joined;
+      for (size_t r = 0; r < rows.size(); r += 2)
+        joined.push_back(vector::ShuffleOp::create(b, loc, rows[r], rows[r + 1], both));
+      rows = std::move(joined);
+    }
+    return rows;
+  };
   SmallVector<int64_t> interleave;
   for (int64_t j = 0; j < n; ++j)
-    interleave.append({j, n + j});
+    for (int64_t r = 0; r < g; ++r)
+      interleave.push_back(r * n + j);
   auto loop = scf::ForOp::create(
-      b, loc, i64Constant(b, loc, 0), i64Constant(b, loc, k), i64Constant(b, loc, 2), accRows,
-      [&](OpBuilder &b, Location loc, Value kk, ValueRange rows) {
-        auto bRow = [&](Value kIndex) -> Value {
+      b, loc, i64Constant(b, loc, 0), i64Constant(b, loc, k), i64Constant(b, loc, g), carried,
+      [&](OpBuilder &b, Location loc, Value kk, ValueRange state) {
+        SmallVector<Value> bRows;
+        for (int64_t r = 0; r < g; ++r) {
+          Value row = arith::AddIOp::create(b, loc, kk, i64Constant(b, loc, r));
           Value ptr = LLVM::GEPOp::create(
               b, loc, ptrType, bView.element, bView.base,
-              ArrayRef<LLVM::GEPArg>{Value(arith::MulIOp::create(b, loc, kIndex, bView.rowStride))});
-          return LLVM::LoadOp::create(b, loc, bRowType, ptr, 2);
-        };
-        Value next = arith::AddIOp::create(b, loc, kk, i64Constant(b, loc, 1));
-        Value both = vector::ShuffleOp::create(b, loc, bRow(kk), bRow(next), interleave);
-        SmallVector<Value> bPairs;
-        for (int64_t c = 0; c < n / kPairLanes; ++c)
-          bPairs.push_back(arith::BitcastOp::create(
-              b, loc, pairsType,
-              vector::ExtractStridedSliceOp::create(b, loc, both, ArrayRef<int64_t>{2 * kPairLanes * c},
-                                                    ArrayRef<int64_t>{2 * kPairLanes}, ArrayRef<int64_t>{1})));
-        SmallVector<Value> updated;
-        for (auto [i, row] : llvm::enumerate(rows)) {
+              ArrayRef<LLVM::GEPArg>{Value(arith::MulIOp::create(b, loc, row, bView.rowStride))});
+          bRows.push_back(LLVM::LoadOp::create(b, loc, bRowType, ptr, 1));
+        }
+        SmallVector<Value> two = halves(b, loc, bRows);
+        Value all = vector::ShuffleOp::create(b, loc, two[0], two[1], interleave);
+        SmallVector<Value> bGroups;
+        for (int64_t c = 0; c < chunks; ++c)
+          bGroups.push_back(words(b, loc, slice(b, loc, all, g * kDotLanes * c, g * kDotLanes)));
+        SmallVector<Value> next;
+        for (int64_t i = 0; i < int64_t(accRows.size()); ++i) {
           Value offset = arith::AddIOp::create(
               b, loc, arith::MulIOp::create(b, loc, i64Constant(b, loc, i), a.rowStride), kk);
           Value ptr = LLVM::GEPOp::create(b, loc, ptrType, a.element, a.base, ArrayRef<LLVM::GEPArg>{offset});
-          Value pair = LLVM::LoadOp::create(b, loc, i32, ptr, 2);
-          Value aPairs = LLVM::BitcastOp::create(
-              b, loc, pairsType, vector::BroadcastOp::create(b, loc, VectorType::get({kPairLanes}, i32), pair));
-          Value result = row;
-          for (auto [c, bPair] : llvm::enumerate(bPairs)) {
-            int64_t first = int64_t(c) * kPairLanes;
-            Value chunk = vector::ExtractStridedSliceOp::create(b, loc, result, ArrayRef<int64_t>{first},
-                                                                ArrayRef<int64_t>{kPairLanes}, ArrayRef<int64_t>{1});
-            Value sum = LLVM::CallIntrinsicOp::create(b, loc, chunkType,
-                                                      b.getStringAttr("llvm.x86.avx512bf16.dpbf16ps.512"),
-                                                      ValueRange{chunk, aPairs, bPair})
-                            .getResult(0);
+          Value group = LLVM::LoadOp::create(b, loc, i32, ptr, 1);
+          if (dot.offsetA)
+            group = arith::XOrIOp::create(b, loc, group, flipSigns);
+          Value aGroups = words(b, loc, vector::BroadcastOp::create(b, loc, wordsType, group));
+          Value result = state[i];
+          for (auto [c, bGroup] : llvm::enumerate(bGroups)) {
+            int64_t first = int64_t(c) * kDotLanes;
+            Value sum = dotProduct(b, loc, slice(b, loc, result, first, kDotLanes), aGroups, bGroup);
             result = vector::InsertStridedSliceOp::create(b, loc, sum, result, ArrayRef<int64_t>{first},
                                                           ArrayRef<int64_t>{1});
           }
-          updated.push_back(result);
+          next.push_back(result);
         }
-        scf::YieldOp::create(b, loc, updated);
+        if (dot.offsetA) {
+          Value offsets = words(b, loc, vector::BroadcastOp::create(b, loc, wordsType, flipSigns));
+          for (auto [c, bGroup] : llvm::enumerate(bGroups))
+            next.push_back(dotProduct(b, loc, state[accRows.size() + c], offsets, bGroup));
+        }
+        scf::YieldOp::create(b, loc, next);
       });
-  return SmallVector<Value>(loop.getResults());
+  SmallVector<Value> rows(loop.getResults().take_front(accRows.size()));
+  if (dot.offsetA)
+    for (Value &row : rows)
+      for (int64_t c = 0; c < chunks; ++c) {
+        Value corrected = arith::SubIOp::create(b, loc, slice(b, loc, row, c * kDotLanes, kDotLanes),
+                                                loop.getResult(accRows.size() + c));
+        row = vector::InsertStridedSliceOp::create(b, loc, corrected, row, ArrayRef<int64_t>{c * kDotLanes},
+                                                   ArrayRef<int64_t>{1});
+      }
+  return rows;
 }
 
 struct DotLowering : OpConversionPattern<DotOp> {
-  DotLowering(const TypeConverter &converter, MLIRContext *ctx, bool bf16Dot)
-      : OpConversionPattern(converter, ctx), bf16Dot(bf16Dot) {}
-  bool bf16Dot;
+  DotLowering(const TypeConverter &converter, MLIRContext *ctx, CpuDotFeatures features)
+      : OpConversionPattern(converter, ctx), features(features) {}
+  CpuDotFeatures features;
 
   LogicalResult matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override {
     if (readsOperandsFromMemory(op))
@@ -300,26 +366,26 @@ struct DotLowering : OpConversionPattern<DotOp> {
       rows.push_back(vector::ExtractOp::create(rewriter, loc, acc, ArrayRef<int64_t>{i}));
     SmallVector<Type> rowTypes(m, rows.front().getType());
     Type accElement = accType.getElementType();
-    bool pairs = bf16Dot && takesBf16Pairs(a, b, accElement, k, n);
+    std::optional<GroupedDot> grouped = groupedDotFor(a, b, accElement, k, n, features);
     auto branch = scf::IfOp::create(
         rewriter, loc, full,
         [&](OpBuilder &builder, Location l) {
-          if (!pairs) {
+          if (!grouped) {
             scf::YieldOp::create(builder, l, microkernel(builder, l, a, b, rows, k, true));
             return;
           }
-          // Pairs of k are one 32-bit load of a only where its k is unit-stride.
+          // A group of k is one 32-bit load of a only where its k is unit-stride.
           Value unitK = arith::CmpIOp::create(builder, l, arith::CmpIPredicate::eq, a.colStride,
                                               i64Constant(builder, l, 1));
-          auto byPairs = scf::IfOp::create(
+          auto byGroups = scf::IfOp::create(
               builder, l, unitK,
               [&](OpBuilder &then, Location at) {
-                scf::YieldOp::create(then, at, pairMicrokernel(then, at, a, b, rows, k));
+                scf::YieldOp::create(then, at, groupedMicrokernel(then, at, a, b, rows, k, *grouped));
               },
               [&](OpBuilder &otherwise, Location at) {
                 scf::YieldOp::create(otherwise, at, microkernel(otherwise, at, a, b, rows, k, true));
               });
-          scf::YieldOp::create(builder, l, byPairs.getResults());
+          scf::YieldOp::create(builder, l, byGroups.getResults());
         },
         [&](OpBuilder &builder, Location l) {
           scf::YieldOp::create(builder, l, microkernel(builder, l, a, b, rows, k, false));
@@ -368,6 +434,6 @@ bool mlir::tile::cpu::isFusedIntoDots(LoadOp load) {
 }
 
 void mlir::tile::cpu::populateDotPatterns(const TypeConverter &converter, RewritePatternSet &patterns,
-                                          bool bf16Dot) {
-  patterns.add<DotLowering>(converter, patterns.getContext(), bf16Dot);
+                                          CpuDotFeatures features) {
+  patterns.add<DotLowering>(converter, patterns.getContext(), features);
 }
