@@ -239,8 +239,8 @@ SmallVector<Value> groupedMicrokernel(OpBuilder &b, Location loc, const OperandV
   int64_t n = rowType.getDimSize(0), g = dot.group;
   int64_t chunks = n / kDotLanes;
   Type i32 = b.getI32Type();
-  // Rows of b travel as integers of the element's width: x86 without AVX512-BF16 would
-  // round-trip a bfloat through f32 to move it.
+  // Rows of b travel as integers of the element's width: the permute that interleaves
+  // them moves bits, whatever they encode.
   Type bits = b.getIntegerType(a.element.getIntOrFloatBitWidth());
   auto bRowType = VectorType::get({n}, bits);
   auto chunkType = VectorType::get({kDotLanes}, rowType.getElementType());
