@@ -82,10 +82,11 @@ bool storeByWarpgroups(StoreOp op, Value value, ConversionPatternRewriter &rewri
   int64_t bytes = elementBytes(element), run = layout.tile.colRun;
   int64_t boxElements = boxRows * boxCols, alignment = 1024;
   int64_t offset = (used + alignment - 1) / alignment * alignment;
-  // A box starts at a multiple of the swizzle's 8-row period and is whole column tiles
-  // of the accumulator.
+  // A box starts at a multiple of the swizzle's 8-row period and is whole pairs of column
+  // tiles of the accumulator (stmatrix writes two at a time, below); bulk stores take
+  // 16-bit results only.
   if (bandRows != layout.repM * boxRows || boxRows % 8 != 0 || layout.cols % boxCols != 0 ||
-      boxCols % layout.tile.tileN != 0 ||
+      boxCols % (2 * layout.tile.tileN) != 0 || bytes != 2 || run != 2 || layout.tile.perLane != 2 * run ||
       offset + groups * kWarpgroupStoreBuffers * boxElements * bytes > int64_t(dist.arch.ldsBytes))
     return false;
 
@@ -122,23 +123,20 @@ bool storeByWarpgroups(StoreOp op, Value value, ConversionPatternRewriter &rewri
       arith::MulIOp::create(rewriter, loc, group, c(bandRows)));
   Value groupBuffers = arith::MulIOp::create(rewriter, loc, group, c(kWarpgroupStoreBuffers * boxElements));
   int64_t colBoxes = layout.cols / boxCols;
-  // 16-bit results leave the registers by stmatrix, four 8x8 matrices (two column tiles
-  // of the accumulator, rows 0-7 and 8-15 of each) per instruction where st.shared
-  // writes one lane's pair: a quarter of the instructions. Lanes 8k .. 8k + 7 give the
-  // addresses of matrix k's rows; a lane's own pair of a tile sits at row lane / 4 and
-  // column 2 * (lane % 4), so its address is its pair's, shifted by these.
-  bool byMatrices = bytes == 2 && run == 2 && layout.tile.perLane == 2 * run && (boxCols / layout.tile.tileN) % 2 == 0;
-  Value rowShift, colShift;
-  if (byMatrices) {
-    Value lane = arith::RemUIOp::create(rewriter, loc, dist.threadId, c(32));
-    auto divC = [&](Value v, int64_t d) { return arith::DivUIOp::create(rewriter, loc, v, c(d)).getResult(); };
-    auto remC = [&](Value v, int64_t d) { return arith::RemUIOp::create(rewriter, loc, v, c(d)).getResult(); };
-    auto mulC = [&](Value v, int64_t m) { return arith::MulIOp::create(rewriter, loc, v, c(m)).getResult(); };
-    rowShift = arith::SubIOp::create(
-        rewriter, loc,
-        arith::AddIOp::create(rewriter, loc, remC(lane, 8), mulC(remC(divC(lane, 8), 2), 8)), divC(lane, 4));
-    colShift = arith::SubIOp::create(rewriter, loc, mulC(divC(lane, 16), layout.tile.tileN), mulC(remC(lane, 4), 2));
-  }
+  // The results leave the registers by stmatrix, four 8x8 matrices (two column tiles of
+  // the accumulator, rows 0-7 and 8-15 of each) per instruction where st.shared writes
+  // one lane's pair: a quarter of the instructions. Lanes 8k .. 8k + 7 give the addresses
+  // of matrix k's rows; a lane's own pair of a tile sits at row lane / 4 and column
+  // 2 * (lane % 4), so its address is its pair's, shifted by these.
+  Value lane = arith::RemUIOp::create(rewriter, loc, dist.threadId, c(32));
+  auto divC = [&](Value v, int64_t d) { return arith::DivUIOp::create(rewriter, loc, v, c(d)).getResult(); };
+  auto remC = [&](Value v, int64_t d) { return arith::RemUIOp::create(rewriter, loc, v, c(d)).getResult(); };
+  auto mulC = [&](Value v, int64_t m) { return arith::MulIOp::create(rewriter, loc, v, c(m)).getResult(); };
+  Value rowShift = arith::SubIOp::create(
+      rewriter, loc, arith::AddIOp::create(rewriter, loc, remC(lane, 8), mulC(remC(divC(lane, 8), 2), 8)),
+      divC(lane, 4));
+  Value colShift =
+      arith::SubIOp::create(rewriter, loc, mulC(divC(lane, 16), layout.tile.tileN), mulC(remC(lane, 4), 2));
   for (int64_t box = 0; box < layout.repM * colBoxes; ++box) {
     int64_t rowBox = box / colBoxes, firstCol = box % colBoxes * boxCols;
     Value buffer = arith::AddIOp::create(rewriter, loc, groupBuffers,
@@ -151,35 +149,23 @@ bool storeByWarpgroups(StoreOp op, Value value, ConversionPatternRewriter &rewri
     syncWarpgroup();
     int64_t firstTile = rowBox * layout.repN + firstCol / layout.tile.tileN;
     int64_t boxTiles = boxCols / layout.tile.tileN;
-    if (byMatrices) {
-      for (int64_t tile = firstTile; tile < firstTile + boxTiles; tile += 2) {
-        int64_t e = tile * layout.tile.perLane;
-        auto [row, col] = matrixCoordinates(rewriter, loc, dist, layout, e);
-        Value boxRow = arith::RemUIOp::create(rewriter, loc, arith::AddIOp::create(rewriter, loc, row, rowShift),
-                                              c(boxRows));
-        Value boxCol = arith::SubIOp::create(rewriter, loc, arith::AddIOp::create(rewriter, loc, col, colShift),
-                                             c(firstCol));
-        Value at = arith::AddIOp::create(rewriter, loc, buffer, swizzled.offset(rewriter, loc, boxRow, boxCol));
-        // Matrix k of the four: rows 0-7 (k even) or 8-15 of column tile k / 2, the
-        // lane's pair of row lane / 4 (or lane / 4 + 8) in the accumulator's order.
-        SmallVector<Value> operands{elementAt(rewriter, loc, at)};
-        for (int64_t pair = 0; pair < 4; ++pair)
-          operands.push_back(LLVM::BitcastOp::create(rewriter, loc, i32,
-                                                     sliceOf(rewriter, loc, value, e + pair * run, run)));
-        LLVM::CallIntrinsicOp::create(rewriter, loc,
-                                      rewriter.getStringAttr("llvm.nvvm.stmatrix.sync.aligned.m8n8.x4.b16"),
-                                      ValueRange(operands));
-      }
-    } else {
-      for (int64_t tile = firstTile; tile < firstTile + boxTiles; ++tile)
-        for (int64_t e = tile * layout.tile.perLane; e < (tile + 1) * layout.tile.perLane; e += run) {
-          auto [row, col] = matrixCoordinates(rewriter, loc, dist, layout, e);
-          Value boxRow = arith::RemUIOp::create(rewriter, loc, row, c(boxRows));
-          Value boxCol = arith::SubIOp::create(rewriter, loc, col, c(firstCol));
-          Value at = arith::AddIOp::create(rewriter, loc, buffer, swizzled.offset(rewriter, loc, boxRow, boxCol));
-          LLVM::StoreOp::create(rewriter, loc, sliceOf(rewriter, loc, value, e, run), elementAt(rewriter, loc, at),
-                                run * bytes);
-        }
+    for (int64_t tile = firstTile; tile < firstTile + boxTiles; tile += 2) {
+      int64_t e = tile * layout.tile.perLane;
+      auto [row, col] = matrixCoordinates(rewriter, loc, dist, layout, e);
+      Value boxRow = arith::RemUIOp::create(rewriter, loc, arith::AddIOp::create(rewriter, loc, row, rowShift),
+                                            c(boxRows));
+      Value boxCol = arith::SubIOp::create(rewriter, loc, arith::AddIOp::create(rewriter, loc, col, colShift),
+                                           c(firstCol));
+      Value at = arith::AddIOp::create(rewriter, loc, buffer, swizzled.offset(rewriter, loc, boxRow, boxCol));
+      // Matrix k of the four: rows 0-7 (k even) or 8-15 of column tile k / 2, the
+      // lane's pair of row lane / 4 (or lane / 4 + 8) in the accumulator's order.
+      SmallVector<Value> operands{elementAt(rewriter, loc, at)};
+      for (int64_t pair = 0; pair < 4; ++pair)
+        operands.push_back(LLVM::BitcastOp::create(rewriter, loc, i32,
+                                                   sliceOf(rewriter, loc, value, e + pair * run, run)));
+      LLVM::CallIntrinsicOp::create(rewriter, loc,
+                                    rewriter.getStringAttr("llvm.nvvm.stmatrix.sync.aligned.m8n8.x4.b16"),
+                                    ValueRange(operands));
     }
     // The threads' stores become visible to the copy engine's reads.
     inlinePtx(rewriter, loc, "fence.proxy.async.shared::cta;", 0, "", {}, {});
