@@ -154,6 +154,16 @@ constexpr llvm::StringLiteral kProducerLoopAttr = "tile.producer_loop";
 bool splitProducerWarpgroup(Operation *func, Value threadId, int64_t consumerThreads,
                             const ::tile::GpuArch &arch);
 
+/// Marks one box of a persistent kernel's epilogue staging (an scf.execute_region; the
+/// value is the box's index) that deferEpilogueStaging may move into the next tile.
+constexpr llvm::StringLiteral kDeferrableEpilogueAttr = "tile.deferrable_epilogue";
+
+/// Moves each tile's marked epilogue staging into the next tile's first K steps, where
+/// the tensor cores run that tile's MMAs meanwhile, and the last tile's after the walk
+/// over tiles. Where it cannot (`deferrable` false: no producer warpgroup keeps the next
+/// tile's stages coming; a store not in every tile), the staging stays where it is.
+void deferEpilogueStaging(Operation *func, bool deferrable);
+
 /// What every pattern needs: the thread id, the arch and the layout rules of this kernel.
 struct Distribution {
   ::tile::GpuArch arch;

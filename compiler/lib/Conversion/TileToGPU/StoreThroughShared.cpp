@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
 using namespace mlir::tile;
@@ -137,8 +138,16 @@ bool storeByWarpgroups(StoreOp op, Value value, ConversionPatternRewriter &rewri
       divC(lane, 4));
   Value colShift =
       arith::SubIOp::create(rewriter, loc, mulC(divC(lane, 16), layout.tile.tileN), mulC(remC(lane, 4), 2));
+  // The results as the 32-bit pairs stmatrix takes: what a deferred staging carries to
+  // the next tile (deferEpilogueStaging).
+  Value pairs = vector::BitCastOp::create(
+      rewriter, loc, VectorType::get({vectorType.getNumElements() / run}, i32), value);
   for (int64_t box = 0; box < layout.repM * colBoxes; ++box) {
     int64_t rowBox = box / colBoxes, firstCol = box % colBoxes * boxCols;
+    auto staging = scf::ExecuteRegionOp::create(rewriter, loc, TypeRange{});
+    staging->setAttr(kDeferrableEpilogueAttr, rewriter.getI64IntegerAttr(box));
+    OpBuilder::InsertionGuard boxGuard(rewriter);
+    rewriter.setInsertionPointToStart(rewriter.createBlock(&staging.getRegion()));
     Value buffer = arith::AddIOp::create(rewriter, loc, groupBuffers,
                                          c(box % kWarpgroupStoreBuffers * boxElements));
     // The store that last read this buffer (the one before the newest) is done with it.
@@ -161,8 +170,7 @@ bool storeByWarpgroups(StoreOp op, Value value, ConversionPatternRewriter &rewri
       // lane's pair of row lane / 4 (or lane / 4 + 8) in the accumulator's order.
       SmallVector<Value> operands{elementAt(rewriter, loc, at)};
       for (int64_t pair = 0; pair < 4; ++pair)
-        operands.push_back(LLVM::BitcastOp::create(rewriter, loc, i32,
-                                                   sliceOf(rewriter, loc, value, e + pair * run, run)));
+        operands.push_back(vector::ExtractOp::create(rewriter, loc, pairs, (e + pair * run) / run));
       LLVM::CallIntrinsicOp::create(rewriter, loc,
                                     rewriter.getStringAttr("llvm.nvvm.stmatrix.sync.aligned.m8n8.x4.b16"),
                                     ValueRange(operands));
@@ -176,6 +184,7 @@ bool storeByWarpgroups(StoreOp op, Value value, ConversionPatternRewriter &rewri
       storeBox(b, l, store.map, boxInner, boxOuter, elementAt(b, l, buffer));
       inlinePtx(b, l, "cp.async.bulk.commit_group;", 0, "", {}, {});
     });
+    scf::YieldOp::create(rewriter, loc);
   }
   // The block leaves only once the copy engine has read what it stores: each lead
   // thread waits for its own stores, once, after the walk over tiles.

@@ -818,15 +818,19 @@ struct ConvertTileToGPUPass : mlir::tile::impl::ConvertTileToGPUBase<ConvertTile
       populateElementwiseTypeLowering(converter, patterns);
       populateFunctionOpInterfaceTypeConversionPattern<gpu::GPUFuncOp>(patterns, converter);
       scf::populateSCFStructuralTypeConversionsAndLegality(converter, patterns, target);
+      // The epilogue's staging boxes (deferEpilogueStaging, after the conversion).
+      target.addLegalOp<scf::ExecuteRegionOp>();
       if (failed(applyPartialConversion(func, target, std::move(patterns))))
         return signalPassFailure();
       if (mayTakeMaps && failed(keepReadTensorMaps(func, firstMap)))
         return signalPassFailure();
       prefetchFirstFragments(func);
       waitAfterWarpgroupLoops(func);
-      if (splitProducerWarpgroup(func, dist.threadId, threads, dist.arch))
+      bool specialized = splitProducerWarpgroup(func, dist.threadId, threads, dist.arch);
+      if (specialized)
         func.setKnownBlockSizeAttr(
             builder.getDenseI32ArrayAttr({int32_t(threads + kWarpgroupThreads), 1, 1}));
+      deferEpilogueStaging(func, specialized);
       // The epilogue's staging area overlays the K loop's buffers from the array's start.
       if (auto staged = func->getAttrOfType<IntegerAttr>(kEpilogueSharedBytesAttr)) {
         int64_t bytes = staged.getInt();
