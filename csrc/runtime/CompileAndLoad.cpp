@@ -52,6 +52,10 @@ runtime::compileAndLoad(const ops::KernelSpec &spec, const Target &target) {
     mlir::OwningOpRef<mlir::ModuleOp> module = ops::buildKernel(*context, spec);
     CompileOptions options = ops::compileOptionsFor(spec);
     options.keepStages = !dumpDir.empty();
+    // Where ptxas is at hand, its cubin replaces the driver's compile of the PTX at load
+    // (the same work, so the first call costs no more) and lets the kernel use registers
+    // the driver's compiler would spill.
+    options.assembleWithPtxas = target.kind == TargetKind::Cuda;
     try {
       kernel->binary = compile(*module, target, options);
     } catch (const CompileError &error) {

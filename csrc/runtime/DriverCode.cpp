@@ -57,7 +57,7 @@ DriverImage builtImage(const LoadedKernel &kernel) {
 } // namespace
 
 DriverImage runtime::driverImage(const GpuDriver &driver, const LoadedKernel &kernel,
-                                 DiskCache &disk) {
+                                 DiskCache &disk, bool withPtxasCubin) {
   DriverImage built = builtImage(kernel);
   if (kernel.binary.target.kind != TargetKind::Cuda || !driver.linkCreate || !driver.linkAddData ||
       !driver.linkComplete || !driver.linkDestroy)
@@ -68,6 +68,12 @@ DriverImage runtime::driverImage(const GpuDriver &driver, const LoadedKernel &ke
   const Target &target = kernel.binary.target;
   if (std::optional<std::string> cached = disk.loadDriverCode(*key, target))
     return DriverImage{std::move(*cached), *key, true};
+  // ptxas's cubin, made with the kernel, is what the driver would make of the PTX; a
+  // driver that refuses it (older than that ptxas) gets the PTX (withPtxasCubin false).
+  if (withPtxasCubin && !kernel.binary.cubin.empty()) {
+    disk.storeDriverCode(*key, target, kernel.binary.cubin);
+    return DriverImage{kernel.binary.cubin, *key, false, true};
+  }
   std::optional<std::string> cubin = linkPtx(driver, built.bytes);
   if (!cubin)
     return built;

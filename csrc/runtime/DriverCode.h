@@ -16,6 +16,9 @@ struct DriverImage {
   /// they were read from the disk (a load that fails then drops the entry).
   std::string diskKey;
   bool fromDisk = false;
+  /// The bytes are the cubin ptxas made with the kernel (a load that fails then takes
+  /// the PTX).
+  bool fromPtxas = false;
 };
 
 /// The image to load for `kernel` on the driver's current device.
@@ -26,9 +29,13 @@ struct DriverImage {
 /// kept in `disk`, under a key of the kernel, the driver version and the device's
 /// compute capability (the cubin depends on all three), and loaded as is from then on.
 ///
+/// Where the kernel came with ptxas's cubin (Binary::cubin) and `withPtxasCubin`, that
+/// cubin takes the linker's place: it is kept and loaded the same way.
+///
 /// HIP code objects are machine code already; they, and PTX where the table has no
 /// linker or the linker fails (the module load then reports the error), load as built.
-DriverImage driverImage(const GpuDriver &driver, const LoadedKernel &kernel, DiskCache &disk);
+DriverImage driverImage(const GpuDriver &driver, const LoadedKernel &kernel, DiskCache &disk,
+                        bool withPtxasCubin = true);
 
 } // namespace tile::runtime
 

@@ -21,6 +21,12 @@ void *GpuLauncher::functionFor(const LoadedKernel &kernel, int device) {
   void *module = nullptr, *function = nullptr;
   DriverImage image = driverImage(driver_, kernel, disk_);
   int status = driver_.moduleLoadData(&module, image.bytes.data());
+  if (status && image.fromPtxas) {
+    // A driver older than the ptxas that made the cubin: it compiles the PTX itself.
+    disk_.discard(image.diskKey, kernel.binary.target, "the driver refused ptxas's cubin");
+    image = driverImage(driver_, kernel, disk_, /*withPtxasCubin=*/false);
+    status = driver_.moduleLoadData(&module, image.bytes.data());
+  }
   if (status && image.fromDisk) {
     // A cubin the driver no longer takes is dropped, and the PTX compiled again.
     disk_.discard(image.diskKey, kernel.binary.target,

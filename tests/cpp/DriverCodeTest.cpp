@@ -165,6 +165,36 @@ TEST_F(DriverCodeTest, ACubinTheDriverRefusesIsDroppedAndLinkedAgain) {
   EXPECT_EQ(fake.links, 2) << "the new cubin was stored";
 }
 
+TEST_F(DriverCodeTest, PtxasCubinTakesTheLinkersPlaceUnlessTheDriverRefusesIt) {
+  // A kernel compiled where ptxas was at hand comes with its cubin: it is loaded and kept
+  // as the linker's would be, and nothing is linked.
+  kernel.binary.cubin = std::string("CUBIN\0by ptxas", 14);
+  DiskCache disk(scratch + "/cache");
+  launchInNewProcess(disk);
+  EXPECT_EQ(fake.links, 0);
+  EXPECT_EQ(fake.loadedImage, "CUBIN:by ptxas");
+  LoadedKernel warm = kernel;
+  warm.binary.cubin.clear(); // a binary from the disk carries no cubin
+  kernel = warm;
+  launchInNewProcess(disk);
+  EXPECT_EQ(fake.links, 0) << "a warm process takes ptxas's cubin from the disk";
+  EXPECT_EQ(fake.loadedImage, "CUBIN:by ptxas");
+  EXPECT_TRUE(warnings.empty());
+
+  // A driver older than that ptxas refuses its cubin: the PTX is linked instead.
+  DiskCache fresh(scratch + "/fresh");
+  kernel.binary.cubin = std::string("CUBIN\0by ptxas", 14);
+  fake.refusals = 1;
+  launchInNewProcess(fresh);
+  EXPECT_EQ(fake.links, 1);
+  EXPECT_EQ(fake.loadedImage, "CUBIN:" + kernel.binary.object + " for sm_90");
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("refused ptxas's cubin"), std::string::npos) << warnings[0];
+  launchInNewProcess(fresh);
+  EXPECT_EQ(fake.links, 1) << "the linked cubin was kept in its place";
+  EXPECT_EQ(fake.loadedImage, "CUBIN:" + kernel.binary.object + " for sm_90");
+}
+
 TEST_F(DriverCodeTest, WithoutALinkerOrADiskThePtxIsLoadedAsBuilt) {
   DiskCache none("");
   launchInNewProcess(none);

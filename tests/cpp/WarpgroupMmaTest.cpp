@@ -7,6 +7,7 @@
 #include "TestKernels.h"
 #include "ops/MatmulConfig.h"
 #include "tile/Compiler/Compile.h"
+#include "tile/Compiler/ResourceReport.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Program.h"
@@ -38,12 +39,13 @@ std::map<std::string, int64_t> alignedConfig(const std::string &dtype, int64_t u
 }
 
 Binary binaryOf(const std::string &dtype, const std::map<std::string, int64_t> &config,
-                const std::string &out = "") {
+                const std::string &out = "", bool assembleWithPtxas = false) {
   ops::KernelSpec spec{"matmul", {dtype, out.empty() ? (dtype == "i8" ? "i32" : dtype) : out}, config};
   auto context = createContext();
   auto module = ops::buildKernel(*context, spec);
   CompileOptions options = ops::compileOptionsFor(spec);
   options.keepStages = true;
+  options.assembleWithPtxas = options.reportFromPtxas = assembleWithPtxas;
   return compile(*module, hopper(), options);
 }
 
@@ -258,16 +260,15 @@ TEST(WarpgroupMma, WarpSpecializationAddsAProducerWarpgroup) {
 /// consumer warpgroup from the next 1024-byte boundary, no barrier of all the consumers,
 /// four bulk stores (64 x 64 boxes) each after a wait for the store before the newest.
 /// Each warp writes a box's 16 rows of its own by four stmatrix x4 (16 columns each), no
-/// lane by st.shared. The staging is deferred: each tile's runs in the next tile's first
-/// K steps and the last tile's after the walk, so the kernel holds two copies of it.
+/// lane by st.shared.
 void expectWarpgroupEpilogue(const Binary &binary, const std::string &ptx, int64_t stageBytes) {
   EXPECT_EQ(binary.dynamicSharedBytes, (4 * stageBytes + 8 * 8 + 1023) / 1024 * 1024 + 2 * 2 * 64 * 64 * 2);
-  EXPECT_EQ(occurrences(ptx, "stmatrix.sync.aligned.m8n8.x4.shared.b16"), 2 * 4 * 4);
+  EXPECT_EQ(occurrences(ptx, "stmatrix.sync.aligned.m8n8.x4.shared.b16"), 4 * 4);
   EXPECT_EQ(occurrences(ptx, "st.shared"), 0);
   EXPECT_EQ(occurrences(ptx, "bar.sync 1, 256;"), 0);
-  EXPECT_EQ(occurrences(ptx, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"), 2 * 4);
-  EXPECT_EQ(occurrences(ptx, "cp.async.bulk.commit_group;"), 2 * 4);
-  EXPECT_EQ(occurrences(ptx, "cp.async.bulk.wait_group.read 1;"), 2 * 4);
+  EXPECT_EQ(occurrences(ptx, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"), 4);
+  EXPECT_EQ(occurrences(ptx, "cp.async.bulk.commit_group;"), 4);
+  EXPECT_EQ(occurrences(ptx, "cp.async.bulk.wait_group.read 1;"), 4);
   EXPECT_EQ(occurrences(ptx, "cp.async.bulk.wait_group.read 0;"), 1);
   ASSERT_EQ(binary.tensorMaps.size(), 3u);
   EXPECT_EQ(binary.tensorMaps[2].operand, 2);
@@ -291,11 +292,46 @@ TEST(WarpgroupMma, PersistentKernelsWalkTilesAndStageCBesideTheRing) {
   EXPECT_EQ(occurrences(ptx, "setmaxnreg.dec.sync.aligned.u32 40;"), 1);
   EXPECT_EQ(occurrences(ptx, "setmaxnreg.inc.sync.aligned.u32 232;"), 1);
   expectWarpgroupEpilogue(binary, ptx, (128 + 256) * 64 * 2);
-  // Four boxes per warpgroup, each written between two warpgroup barriers (twice: in the
-  // walk and after it).
+  // Four boxes per warpgroup, each written between two warpgroup barriers.
   std::regex warpgroupBarrier(R"(bar\.sync %r\d+, 128;)");
-  EXPECT_EQ(std::distance(std::sregex_iterator(ptx.begin(), ptx.end(), warpgroupBarrier), std::sregex_iterator()),
-            2 * 8);
+  EXPECT_EQ(std::distance(std::sregex_iterator(ptx.begin(), ptx.end(), warpgroupBarrier), std::sregex_iterator()), 8);
+}
+
+TEST(WarpgroupMma, PtxasAssembledPersistentKernelsStageEachTileDuringTheNext) {
+  // Where ptxas assembles the kernel (the runtime's first call, when one is on PATH), each
+  // tile's staging moves into the next tile: after the first K step's MMAs are issued,
+  // the warpgroups stage half of the previous tile's boxes, after the second step's the
+  // other half, and the last tile's after the walk; the kernel holds both copies. ptxas
+  // keeps the 64 registers of carried results without spilling. Without ptxas the
+  // staging stays at the end of each tile (the driver's compiler spills them).
+  if (!ptxasOnPath())
+    GTEST_SKIP() << "ptxas is not on PATH";
+  for (const char *dtype : {"f16", "bf16"})
+    for (auto [blockM, blockN] : {std::pair<int64_t, int64_t>{128, 256}, {256, 128}}) {
+      auto config = specialized(alignedConfig(dtype), true);
+      config["BLOCK_M"] = blockM;
+      config["BLOCK_N"] = blockN;
+      std::string where = std::string(dtype) + " " + std::to_string(blockM) + "x" + std::to_string(blockN);
+      Binary binary = binaryOf(dtype, config, "", /*assembleWithPtxas=*/true);
+      std::string ptx = asmOf(binary);
+      ASSERT_GT(binary.cubin.size(), 4u) << where;
+      EXPECT_EQ(binary.cubin.substr(0, 4), "\x7f" "ELF") << where;
+      EXPECT_EQ(binary.resources.spillBytes, 0) << where;
+      EXPECT_EQ(occurrences(ptx, "stmatrix.sync.aligned.m8n8.x4.shared.b16"), 2 * 4 * 4) << where;
+      EXPECT_EQ(occurrences(ptx, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"), 2 * 4) << where;
+      EXPECT_EQ(occurrences(ptx, "cp.async.bulk.wait_group.read 0;"), 1) << where;
+      // In the walk: MMAs, two boxes, MMAs, two boxes, then the rest of the K loop.
+      size_t firstMma = ptx.find("wgmma.mma_async");
+      size_t firstBox = ptx.find("stmatrix.sync");
+      size_t secondMma = ptx.find("wgmma.mma_async", ptx.find("wgmma.commit_group", firstMma));
+      ASSERT_NE(firstBox, std::string::npos) << where;
+      EXPECT_LT(firstMma, firstBox) << where;
+      EXPECT_LT(firstBox, secondMma) << where;
+      EXPECT_EQ(occurrences(ptx.substr(firstBox, secondMma - firstBox), "stmatrix.sync"), 2 * 4) << where;
+      Binary plain = binaryOf(dtype, config);
+      EXPECT_TRUE(plain.cubin.empty()) << where;
+      EXPECT_EQ(occurrences(asmOf(plain), "stmatrix.sync.aligned.m8n8.x4.shared.b16"), 4 * 4) << where;
+    }
 }
 
 TEST(WarpgroupMma, PersistentEpilogueStoresTallBandsBoxByBox) {

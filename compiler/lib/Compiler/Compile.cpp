@@ -144,9 +144,13 @@ void compileForGpu(mlir::ModuleOp module, const Target &target, const CompileOpt
   if (!arch->amd && options.wavesPerEu != 0)
     throw CompileError("waves_per_eu=" + std::to_string(options.wavesPerEu) +
                        " is an AMD occupancy hint; " + arch->name + " takes waves_per_eu=0");
+  // ptxas, where it assembles the kernel, allocates the registers a deferred epilogue
+  // needs; the driver's PTX compiler spills them (in the MMA warps' loop over tiles).
+  bool assembledByPtxas = !arch->amd && options.assembleWithPtxas && ptxasOnPath();
   mlir::PassManager toGpu(context);
   buildTileToGpuPipeline(toGpu, arch->name, options.numWarps, options.matrixInstrNonKDim,
-                         options.kpack, options.numStages, options.allowTf32, options.warpSpecialize);
+                         options.kpack, options.numStages, options.allowTf32, options.warpSpecialize,
+                         /*deferEpilogue=*/assembledByPtxas);
   if (mlir::failed(toGpu.run(module)) || injectedInto(module, "lowering"))
     diagnostics.fail("lowering tile -> tile-gpu failed:");
   keep("tile-gpu", printed(module));
@@ -276,7 +280,10 @@ void compileForGpu(mlir::ModuleOp module, const Target &target, const CompileOpt
     checkResourceLimits(binary.resources, *arch);
     if (options.reportFromPtxas)
       addPtxasResources(binary.resources, assembly, *arch);
-    binary.object = assembly; // PTX, JIT-compiled by the driver at load
+    if (options.assembleWithPtxas)
+      if (std::optional<PtxasOutput> assembled = assembleWithPtxas(assembly, *arch))
+        binary.cubin = std::move(assembled->cubin);
+    binary.object = assembly; // PTX, JIT-compiled by the driver at load where no cubin is
   }
   keep("asm", std::move(assembly));
 }

@@ -75,7 +75,7 @@ static void expandBf16(OpPassManager &pm, bool nativeBf16 = false) {
 void ::tile::buildTileToGpuPipeline(OpPassManager &pm, const std::string &chipset,
                                     int64_t numWarps, int64_t matrixInstrNonKDim,
                                     int64_t kpack, int64_t numStages, bool allowTf32,
-                                    int64_t warpSpecialize) {
+                                    int64_t warpSpecialize, bool deferEpilogue) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   mlir::tile::ConvertTileToGPUOptions options;
@@ -86,6 +86,7 @@ void ::tile::buildTileToGpuPipeline(OpPassManager &pm, const std::string &chipse
   options.numStages = numStages;
   options.allowTf32 = allowTf32;
   options.warpSpecialize = warpSpecialize;
+  options.deferEpilogue = deferEpilogue;
   pm.addPass(mlir::tile::createConvertTileToGPU(options));
 }
 
@@ -142,6 +143,9 @@ struct GpuPipelineOptions : PassPipelineOptions<GpuPipelineOptions> {
   Option<int64_t> warpSpecialize{*this, "warp-specialize",
                                  llvm::cl::desc("sm_90a: a producer warpgroup issues the bulk copies"),
                                  llvm::cl::init(0)};
+  Option<bool> deferEpilogue{*this, "defer-epilogue",
+                             llvm::cl::desc("sm_90a persistent kernels: stage each tile's results in the next tile"),
+                             llvm::cl::init(false)};
 };
 } // namespace
 
@@ -154,7 +158,7 @@ void ::tile::registerTilePassesAndPipelines() {
   PassPipelineRegistration<GpuPipelineOptions>(
       "tile-to-gpu", "tile -> tile-gpu stage", [](OpPassManager &pm, const GpuPipelineOptions &o) {
         buildTileToGpuPipeline(pm, o.chipset, o.numWarps, o.matrixInstrNonKDim, o.kpack,
-                               o.numStages, o.allowTf32, o.warpSpecialize);
+                               o.numStages, o.allowTf32, o.warpSpecialize, o.deferEpilogue);
       });
   PassPipelineRegistration<GpuPipelineOptions>(
       "tile-gpu-to-llvm", "tile-gpu -> llvm stage (ROCDL or NVVM by chipset)",

@@ -105,15 +105,17 @@ ResourceReport tile::nvidiaResourcesFromPtx(const std::string &ptx, const GpuArc
   return report;
 }
 
-void tile::addPtxasResources(ResourceReport &report, const std::string &ptx, const GpuArch &arch) {
+bool tile::ptxasOnPath() { return bool(llvm::sys::findProgramByName("ptxas")); }
+
+std::optional<PtxasOutput> tile::assembleWithPtxas(const std::string &ptx, const GpuArch &arch) {
   llvm::ErrorOr<std::string> ptxas = llvm::sys::findProgramByName("ptxas");
   if (!ptxas)
-    return;
+    return std::nullopt;
   llvm::SmallString<128> ptxPath, cubinPath, logPath;
   if (llvm::sys::fs::createTemporaryFile("tile", "ptx", ptxPath) ||
       llvm::sys::fs::createTemporaryFile("tile", "cubin", cubinPath) ||
       llvm::sys::fs::createTemporaryFile("tile", "log", logPath))
-    return;
+    return std::nullopt;
   {
     std::ofstream(ptxPath.c_str()) << ptx;
   }
@@ -121,12 +123,25 @@ void tile::addPtxasResources(ResourceReport &report, const std::string &ptx, con
   llvm::StringRef args[] = {*ptxas, archFlag, "-v", ptxPath, "-o", cubinPath};
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, logPath.str(), logPath.str()};
   int rc = llvm::sys::ExecuteAndWait(*ptxas, args, std::nullopt, redirects);
-  std::ifstream logFile(logPath.c_str());
-  std::string log((std::istreambuf_iterator<char>(logFile)), std::istreambuf_iterator<char>());
+  auto slurp = [](llvm::SmallString<128> &path) {
+    std::ifstream file(path.c_str(), std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  };
+  PtxasOutput output{slurp(cubinPath), slurp(logPath)};
   for (const auto &path : {ptxPath, cubinPath, logPath})
     llvm::sys::fs::remove(path);
+  if (rc != 0 || output.cubin.empty())
+    return std::nullopt;
+  return output;
+}
+
+void tile::addPtxasResources(ResourceReport &report, const std::string &ptx, const GpuArch &arch) {
+  std::optional<PtxasOutput> assembled = assembleWithPtxas(ptx, arch);
+  if (!assembled)
+    return;
+  const std::string &log = assembled->log;
   std::smatch match;
-  if (rc != 0 || !std::regex_search(log, match, std::regex(R"(Used (\d+) registers)")))
+  if (!std::regex_search(log, match, std::regex(R"(Used (\d+) registers)")))
     return;
   report.registers = std::stoll(match[1]);
   if (std::regex_search(log, match, std::regex(R"((\d+) bytes spill stores, (\d+) bytes spill loads)")))

@@ -48,6 +48,11 @@ struct CompileOptions {
   /// registers, spills and blocks per SM. Off on the first-call path (the driver
   /// assembles the PTX at load; ptxas would add its time to every first call).
   bool reportFromPtxas = false;
+  /// NVIDIA: assemble the PTX with ptxas, where it is on PATH, into Binary::cubin, which
+  /// the runtime loads in place of the driver's own compile of the PTX. The lowering may
+  /// then use what ptxas allocates registers for and the CUDA 13.0 driver's PTX compiler
+  /// spills: the persistent kernel's epilogue staging deferred into the next tile.
+  bool assembleWithPtxas = false;
 };
 
 /// The product of compile(): one kernel, ready for a launcher.
@@ -71,6 +76,9 @@ struct Binary {
   /// bin stage: an ELF relocatable object for the CPU, a HSACO (shared ELF for
   /// amdgcn-amd-amdhsa) for HIP, PTX text (for the driver's JIT) for CUDA.
   std::string object;
+  /// CUDA, compiled with CompileOptions::assembleWithPtxas where ptxas was found: the
+  /// object's cubin for the target's arch (empty otherwise).
+  std::string cubin;
   /// GPU targets: threads per workgroup the kernel was compiled for.
   int64_t blockThreads = 0;
   /// The kernel walks its tiles (any grid is correct): the launcher starts no more

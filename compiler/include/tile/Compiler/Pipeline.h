@@ -27,7 +27,8 @@ void buildCpuToLLVMPipeline(mlir::OpPassManager &pm);
 void buildTileToGpuPipeline(mlir::OpPassManager &pm, const std::string &chipset,
                             int64_t numWarps = 4, int64_t matrixInstrNonKDim = 16,
                             int64_t kpack = 1, int64_t numStages = 1,
-                            bool allowTf32 = false, int64_t warpSpecialize = 0);
+                            bool allowTf32 = false, int64_t warpSpecialize = 0,
+                            bool deferEpilogue = false);
 
 /// tile-gpu -> llvm: the gpu.module to the LLVM dialect with ROCDL (AMD) or NVVM (NVIDIA)
 /// intrinsics, chosen by the chipset.

@@ -2,6 +2,7 @@
 #define TILE_COMPILER_RESOURCEREPORT_H
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace tile {
@@ -40,6 +41,19 @@ ResourceReport nvidiaResourcesFromPtx(const std::string &ptx, const GpuArch &arc
 /// when ptxas is on PATH; leaves the report as it is otherwise. It assembles for the
 /// exact arch (`-arch=sm_90a`), as the driver would at load.
 void addPtxasResources(ResourceReport &report, const std::string &ptx, const GpuArch &arch);
+
+/// What ptxas made of a PTX kernel: the cubin and its verbose log.
+struct PtxasOutput {
+  std::string cubin;
+  std::string log;
+};
+
+/// Whether a ptxas is on PATH.
+bool ptxasOnPath();
+
+/// `ptx` assembled by the ptxas on PATH for `arch`, or nothing where there is none or it
+/// fails.
+std::optional<PtxasOutput> assembleWithPtxas(const std::string &ptx, const GpuArch &arch);
 
 /// Throws CompileError naming the limit when the kernel needs more LDS, registers or
 /// threads per workgroup than the arch has.

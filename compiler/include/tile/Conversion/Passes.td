@@ -65,6 +65,12 @@ def ConvertTileToGPU : Pass<"convert-tile-to-gpu", "::mlir::ModuleOp"> {
            "sm_90a: 1 adds a producer warpgroup that issues a pipelined K loop's bulk "
            "tensor copies, guarded by full and empty mbarriers per stage, while the "
            "num-warps warps only run the warpgroup MMAs; 0: every warp does both">,
+    Option<"deferEpilogue", "defer-epilogue", "bool", /*default=*/"false",
+           "sm_90a persistent, warp-specialized kernels: stage each tile's results for "
+           "its bulk stores during the next tile's first K steps, while their MMAs run. "
+           "The MMA warps then hold 64 more registers across the walk over tiles: "
+           "for code that ptxas assembles (the CUDA 13.0 driver's PTX compiler spills "
+           "them)">,
   ];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::vector::VectorDialect",
                            "::mlir::scf::SCFDialect", "::mlir::gpu::GPUDialect",

@@ -830,7 +830,7 @@ struct ConvertTileToGPUPass : mlir::tile::impl::ConvertTileToGPUBase<ConvertTile
       if (specialized)
         func.setKnownBlockSizeAttr(
             builder.getDenseI32ArrayAttr({int32_t(threads + kWarpgroupThreads), 1, 1}));
-      deferEpilogueStaging(func, specialized);
+      deferEpilogueStaging(func, specialized && deferEpilogue);
       // The epilogue's staging area overlays the K loop's buffers from the array's start.
       if (auto staged = func->getAttrOfType<IntegerAttr>(kEpilogueSharedBytesAttr)) {
         int64_t bytes = staged.getInt();
