@@ -123,10 +123,14 @@ std::pair<std::string, std::string> tile::kernelSymbols(mlir::ModuleOp module, c
 
 namespace {
 
+/// Keeps the text of a compile stage (CompileOptions::keepStages); the text is made only
+/// when it is kept.
+using StageKeeper = std::function<void(const char *, llvm::function_ref<std::string()>)>;
+
 /// The tile-gpu, llvm, asm and bin stages of a GPU target.
 void compileForGpu(mlir::ModuleOp module, const Target &target, const CompileOptions &options,
                    DiagnosticCollector &diagnostics, Binary &binary,
-                   const std::function<void(const char *, std::string)> &keep) {
+                   const StageKeeper &keep) {
   mlir::MLIRContext *context = module.getContext();
   std::optional<GpuArch> arch = lookupGpuArch(target.arch);
   if (!arch || arch->amd != (target.kind == TargetKind::Hip))
@@ -153,7 +157,7 @@ void compileForGpu(mlir::ModuleOp module, const Target &target, const CompileOpt
                          /*deferEpilogue=*/assembledByPtxas);
   if (mlir::failed(toGpu.run(module)) || injectedInto(module, "lowering"))
     diagnostics.fail("lowering tile -> tile-gpu failed:");
-  keep("tile-gpu", printed(module));
+  keep("tile-gpu", [&] { return printed(module); });
   std::string mapsKernel, clusterKernel;
   unsigned firstMap = 0;
   module.walk([&](mlir::gpu::GPUFuncOp func) {
@@ -261,7 +265,7 @@ void compileForGpu(mlir::ModuleOp module, const Target &target, const CompileOpt
       if (!function.isDeclaration())
         function.addFnAttr("amdgpu-waves-per-eu", std::to_string(options.wavesPerEu));
   optimizeModule(*llvmModule, *machine);
-  keep("llvm", printed(*llvmModule));
+  keep("llvm", [&] { return printed(*llvmModule); });
   if (faultInjectedAt("fatal"))
     llvm::report_fatal_error("fault injected by TILE_TEST_INJECT_FAULT=fatal");
   std::string assembly = emitMachineCode(*llvmModule, *machine, /*assembly=*/true);
@@ -285,7 +289,7 @@ void compileForGpu(mlir::ModuleOp module, const Target &target, const CompileOpt
         binary.cubin = std::move(assembled->cubin);
     binary.object = assembly; // PTX, JIT-compiled by the driver at load where no cubin is
   }
-  keep("asm", std::move(assembly));
+  keep("asm", [&] { return std::move(assembly); });
 }
 
 } // namespace
@@ -296,14 +300,16 @@ Binary tile::compile(mlir::ModuleOp module, const Target &target, const CompileO
   Binary binary;
   binary.target = target;
   std::tie(binary.kernelName, binary.entrySymbol) = kernelSymbols(module, target);
-  std::function<void(const char *, std::string)> keep = [&](const char *stage, std::string text) {
+  // A stage's text is only made where it is kept: printing every stage's IR took a
+  // good share of a first call's compile.
+  StageKeeper keep = [&](const char *stage, llvm::function_ref<std::string()> text) {
     if (options.keepStages)
-      binary.stages.emplace_back(stage, std::move(text));
+      binary.stages.emplace_back(stage, text());
   };
 
   if (mlir::failed(mlir::verify(module)) || injectedInto(module, "verify"))
     diagnostics.fail("invalid tile IR:");
-  keep("tile", printed(module));
+  keep("tile", [&] { return printed(module); });
   if (target.kind != TargetKind::Cpu) {
     compileForGpu(module, target, options, diagnostics, binary, keep);
     return binary;
@@ -323,7 +329,7 @@ Binary tile::compile(mlir::ModuleOp module, const Target &target, const CompileO
   buildTileToCpuPipeline(toCpu, target.hasFeature("avx512bf16"), target.hasFeature("avx512vnni"));
   if (mlir::failed(toCpu.run(module)) || injectedInto(module, "lowering"))
     diagnostics.fail("lowering tile -> tile-cpu failed:");
-  keep("tile-cpu", printed(module));
+  keep("tile-cpu", [&] { return printed(module); });
 
   mlir::PassManager toLLVM(context);
   buildCpuToLLVMPipeline(toLLVM);
@@ -339,11 +345,10 @@ Binary tile::compile(mlir::ModuleOp module, const Target &target, const CompileO
   llvmModule->setTargetTriple(machine->getTargetTriple());
   llvmModule->setDataLayout(machine->createDataLayout());
   optimizeModule(*llvmModule, *machine);
-  keep("llvm", printed(*llvmModule));
+  keep("llvm", [&] { return printed(*llvmModule); });
   if (faultInjectedAt("fatal"))
     llvm::report_fatal_error("fault injected by TILE_TEST_INJECT_FAULT=fatal");
-  if (options.keepStages)
-    keep("asm", emitMachineCode(*llvmModule, *machine, /*assembly=*/true));
+  keep("asm", [&] { return emitMachineCode(*llvmModule, *machine, /*assembly=*/true); });
   binary.object = emitMachineCode(*llvmModule, *machine, /*assembly=*/false);
   // x86's code generator reports its errors as fatal ones; the hook's backend error
   // is one it reports as a diagnostic, as the GPU backends do.

@@ -6,6 +6,11 @@
 // loop, and after each, while its MMAs run, the warps stage a share of the boxes. The last
 // tile's staging runs after the walk.
 //
+// The carried results cost the MMA warps 64 registers across the walk: ptxas allocates
+// them, the CUDA 13.0 driver's PTX compiler spills them (a tenth slower than no deferral
+// on an H100), so only kernels that ptxas assembles are deferred (the pass's
+// defer-epilogue option).
+//
 // The store's lowering marks each box's staging as a region (kDeferrableEpilogueAttr).
 // Splitting a loop's iteration range keeps its meaning whatever the body does, so the
 // K loop's barriers, phases and MMA groups are untouched.
