@@ -334,6 +334,27 @@ TEST(WarpgroupMma, PtxasAssembledPersistentKernelsStageEachTileDuringTheNext) {
     }
 }
 
+TEST(WarpgroupMma, APtxasThatCannotAssembleTheKernelLeavesItToTheDriver) {
+  // A ptxas on PATH that fails (one older than the arch): the kernel comes without a
+  // cubin and is built as the driver's compiler takes it, the staging at each tile's end.
+  llvm::SmallString<128> dir;
+  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("tile-old-ptxas", dir));
+  std::string fake = (dir + "/ptxas").str();
+  {
+    std::ofstream script(fake);
+    script << "#!/bin/sh\necho \"ptxas fatal: Value 'sm_90a' is not defined\" >&2\nexit 1\n";
+  }
+  llvm::sys::fs::setPermissions(fake, llvm::sys::fs::all_read | llvm::sys::fs::all_exe | llvm::sys::fs::owner_write);
+  std::string path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  setenv("PATH", (dir.str().str() + ":" + path).c_str(), 1);
+  Binary binary = binaryOf("f16", specialized(alignedConfig("f16"), true), "", /*assembleWithPtxas=*/true);
+  setenv("PATH", path.c_str(), 1);
+  llvm::sys::fs::remove_directories(dir);
+  EXPECT_TRUE(binary.cubin.empty());
+  EXPECT_EQ(occurrences(asmOf(binary), "stmatrix.sync.aligned.m8n8.x4.shared.b16"), 4 * 4);
+  EXPECT_EQ(occurrences(asmOf(binary), "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"), 4);
+}
+
 TEST(WarpgroupMma, PersistentEpilogueStoresTallBandsBoxByBox) {
   // 256x128: each consumer warpgroup holds 128 rows (two 64-row MMA tiles). It stages
   // them one 64x64 box at a time in the same two 8 KB buffers, four boxes per tile (two

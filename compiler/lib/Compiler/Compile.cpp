@@ -311,7 +311,19 @@ Binary tile::compile(mlir::ModuleOp module, const Target &target, const CompileO
     diagnostics.fail("invalid tile IR:");
   keep("tile", [&] { return printed(module); });
   if (target.kind != TargetKind::Cpu) {
+    // Where ptxas is on PATH but cannot assemble the kernel (a toolkit that predates the
+    // arch), the lowering has already counted on it: the kernel is built again for the
+    // driver's compiler, from the IR as it came.
+    bool ptxasMayFail = target.kind == TargetKind::Cuda && options.assembleWithPtxas;
+    mlir::OwningOpRef<mlir::ModuleOp> asGiven;
+    if (ptxasMayFail)
+      asGiven = module.clone();
     compileForGpu(module, target, options, diagnostics, binary, keep);
+    if (ptxasMayFail && binary.cubin.empty() && ptxasOnPath()) {
+      CompileOptions forTheDriver = options;
+      forTheDriver.assembleWithPtxas = false;
+      return compile(*asGiven, target, forTheDriver);
+    }
     return binary;
   }
   // Collected first and checked after the walk: no exception may unwind through MLIR.
