@@ -282,11 +282,14 @@ void compileForGpu(mlir::ModuleOp module, const Target &target, const CompileOpt
     binary.resources = nvidiaResourcesFromPtx(assembly, *arch, binary.blockThreads);
     binary.resources.ldsBytes += binary.dynamicSharedBytes;
     checkResourceLimits(binary.resources, *arch);
-    if (options.reportFromPtxas)
-      addPtxasResources(binary.resources, assembly, *arch);
-    if (options.assembleWithPtxas)
-      if (std::optional<PtxasOutput> assembled = assembleWithPtxas(assembly, *arch))
-        binary.cubin = std::move(assembled->cubin);
+    // One ptxas run serves both the report and the cubin.
+    std::optional<PtxasOutput> assembled;
+    if (options.reportFromPtxas || options.assembleWithPtxas)
+      assembled = assembleWithPtxas(assembly, *arch);
+    if (assembled && options.reportFromPtxas)
+      addPtxasResources(binary.resources, *assembled, *arch);
+    if (assembled && options.assembleWithPtxas)
+      binary.cubin = std::move(assembled->cubin);
     binary.object = assembly; // PTX, JIT-compiled by the driver at load where no cubin is
   }
   keep("asm", [&] { return std::move(assembly); });
@@ -314,12 +317,12 @@ Binary tile::compile(mlir::ModuleOp module, const Target &target, const CompileO
     // Where ptxas is on PATH but cannot assemble the kernel (a toolkit that predates the
     // arch), the lowering has already counted on it: the kernel is built again for the
     // driver's compiler, from the IR as it came.
-    bool ptxasMayFail = target.kind == TargetKind::Cuda && options.assembleWithPtxas;
+    bool ptxasMayFail = target.kind == TargetKind::Cuda && options.assembleWithPtxas && ptxasOnPath();
     mlir::OwningOpRef<mlir::ModuleOp> asGiven;
     if (ptxasMayFail)
       asGiven = module.clone();
     compileForGpu(module, target, options, diagnostics, binary, keep);
-    if (ptxasMayFail && binary.cubin.empty() && ptxasOnPath()) {
+    if (ptxasMayFail && binary.cubin.empty()) {
       CompileOptions forTheDriver = options;
       forTheDriver.assembleWithPtxas = false;
       return compile(*asGiven, target, forTheDriver);

@@ -135,11 +135,8 @@ std::optional<PtxasOutput> tile::assembleWithPtxas(const std::string &ptx, const
   return output;
 }
 
-void tile::addPtxasResources(ResourceReport &report, const std::string &ptx, const GpuArch &arch) {
-  std::optional<PtxasOutput> assembled = assembleWithPtxas(ptx, arch);
-  if (!assembled)
-    return;
-  const std::string &log = assembled->log;
+void tile::addPtxasResources(ResourceReport &report, const PtxasOutput &assembled, const GpuArch &arch) {
+  const std::string &log = assembled.log;
   std::smatch match;
   if (!std::regex_search(log, match, std::regex(R"(Used (\d+) registers)")))
     return;

@@ -37,22 +37,21 @@ ResourceReport amdResourcesFromAssembly(const std::string &assembly, const std::
 ResourceReport nvidiaResourcesFromPtx(const std::string &ptx, const GpuArch &arch,
                                       int64_t blockThreads);
 
-/// Adds ptxas's view of `ptx` (registers, spills) and the blocks per SM that follow,
-/// when ptxas is on PATH; leaves the report as it is otherwise. It assembles for the
-/// exact arch (`-arch=sm_90a`), as the driver would at load.
-void addPtxasResources(ResourceReport &report, const std::string &ptx, const GpuArch &arch);
-
 /// What ptxas made of a PTX kernel: the cubin and its verbose log.
 struct PtxasOutput {
   std::string cubin;
   std::string log;
 };
 
+/// Adds ptxas's view of a kernel (registers, spills, from its verbose log) and the blocks
+/// per SM that follow.
+void addPtxasResources(ResourceReport &report, const PtxasOutput &assembled, const GpuArch &arch);
+
 /// Whether a ptxas is on PATH.
 bool ptxasOnPath();
 
-/// `ptx` assembled by the ptxas on PATH for `arch`, or nothing where there is none or it
-/// fails.
+/// `ptx` assembled by the ptxas on PATH for the exact arch (`-arch=sm_90a`, as the driver
+/// would at load), or nothing where there is none or it fails.
 std::optional<PtxasOutput> assembleWithPtxas(const std::string &ptx, const GpuArch &arch);
 
 /// Throws CompileError naming the limit when the kernel needs more LDS, registers or

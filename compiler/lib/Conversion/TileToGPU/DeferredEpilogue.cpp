@@ -48,21 +48,23 @@ void inlineInPlace(RewriterBase &rewriter, scf::ExecuteRegionOp region) {
   rewriter.eraseOp(region);
 }
 
+/// Whether `value` is fixed for the whole `walk` (defined outside it) or computed from
+/// such values by pure operations alone (thread indices, buffer addresses): then the
+/// staging computes it again where it runs instead of the walk carrying it.
+bool recomputable(Region &walk, Value value) {
+  if (!walk.isAncestor(value.getParentRegion()))
+    return true;
+  Operation *def = value.getDefiningOp();
+  if (!def || def->getNumRegions() != 0 || !isPure(def))
+    return false;
+  return llvm::all_of(def->getOperands(), [&](Value operand) { return recomputable(walk, operand); });
+}
+
 /// Clones the boxes' staging at the builder, with the values the walk carries mapped to
-/// `carriedHere`; what the staging computes from values fixed for the whole walk (thread
-/// indices, buffer addresses) is computed again here rather than carried.
+/// `carriedHere` and the recomputable ones computed again.
 class StagingCloner {
 public:
   StagingCloner(scf::ForOp walk, ArrayRef<Value> carried) : walk(walk.getRegion()), carried(carried) {}
-
-  bool recomputable(Value value) const {
-    if (!walk.isAncestor(value.getParentRegion()))
-      return true;
-    Operation *def = value.getDefiningOp();
-    if (!def || def->getNumRegions() != 0 || !isPure(def))
-      return false;
-    return llvm::all_of(def->getOperands(), [&](Value operand) { return recomputable(operand); });
-  }
 
   void clone(OpBuilder &b, ArrayRef<scf::ExecuteRegionOp> boxes, ValueRange carriedHere) const {
     IRMapping mapping;
@@ -141,10 +143,9 @@ void mlir::tile::gpu_lowering::deferEpilogueStaging(Operation *func, bool deferr
   SetVector<Value> used;
   for (scf::ExecuteRegionOp box : boxes)
     getUsedValuesDefinedAbove(box.getRegion(), used);
-  StagingCloner probe(walk, {});
   SmallVector<Value> carried;
   for (Value value : used)
-    if (!probe.recomputable(value))
+    if (!recomputable(walk.getRegion(), value))
       carried.push_back(value);
 
   Location loc = walk.getLoc();
