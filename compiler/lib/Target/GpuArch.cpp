@@ -62,7 +62,8 @@ const std::vector<GpuArch> &supportedGpuArchs() {
         wmma("gfx1201", 12),
         // The most shared memory one block may opt in to (the CUDA programming guide's
         // compute capability table): 163 KiB on sm_80, 227 KiB on sm_90.
-        nvidia("sm_80", 163 * 1024, MatrixUnit::MmaSync, "+ptx70"),
+        // PTX 7.5 (CUDA 11.5): the pipeline's cp.async copies take an ignore-src operand.
+        nvidia("sm_80", 163 * 1024, MatrixUnit::MmaSync, "+ptx75"),
         // sm_90 keeps to the instructions every later arch has (mma.sync); Hopper's
         // warpgroup MMA exists only in the arch-specific sm_90a, which the runtime picks
         // on a compute capability 9.0 device.

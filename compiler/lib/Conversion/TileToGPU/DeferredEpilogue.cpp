@@ -173,8 +173,8 @@ void mlir::tile::gpu_lowering::deferEpilogueStaging(Operation *func, bool deferr
   scf::ForOp rest = kLoop;
   for (int64_t step = 0; step < steps; ++step) {
     rewriter.setInsertionPoint(rest);
-    Value next = arith::AddIOp::create(rewriter, loc, rest.getLowerBound(), rest.getStep());
-    Value end = arith::MinSIOp::create(rewriter, loc, next, rest.getUpperBound());
+    Value next = rewriter.createOrFold<arith::AddIOp>(loc, rest.getLowerBound(), rest.getStep());
+    Value end = rewriter.createOrFold<arith::MinSIOp>(loc, next, rest.getUpperBound());
     auto head = cast<scf::ForOp>(rewriter.clone(*rest));
     head.getUpperBoundMutable().assign(end);
     rest.getLowerBoundMutable().assign(end);

@@ -81,9 +81,9 @@ PipelinePlans mlir::tile::gpu_lowering::planPipelines(Operation *kernel, int64_t
     Type ivType = iv.getType();
     auto toI32 = [&](Value v) -> Value {
       if (v.getType().isIndex())
-        return arith::IndexCastOp::create(b, loc, b.getI32Type(), v);
+        return b.createOrFold<arith::IndexCastOp>(loc, b.getI32Type(), v);
       if (v.getType().getIntOrFloatBitWidth() > 32)
-        return arith::TruncIOp::create(b, loc, b.getI32Type(), v);
+        return b.createOrFold<arith::TruncIOp>(loc, b.getI32Type(), v);
       return v;
     };
     // The leaves' values at iteration `start` + d steps, cloned at `at`, and whether that
@@ -92,7 +92,7 @@ PipelinePlans mlir::tile::gpu_lowering::planPipelines(Operation *kernel, int64_t
                          Value &inRange) {
       Value distance = arith::ConstantOp::create(at, loc, ivType, at.getIntegerAttr(ivType, d));
       Value ivAt =
-          arith::AddIOp::create(at, loc, start, arith::MulIOp::create(at, loc, distance, loop.getStep()));
+          at.createOrFold<arith::AddIOp>(loc, start, at.createOrFold<arith::MulIOp>(loc, distance, loop.getStep()));
       IRMapping mapping;
       mapping.map(iv, ivAt);
       for (Value leaf : leaves) {
@@ -101,7 +101,7 @@ PipelinePlans mlir::tile::gpu_lowering::planPipelines(Operation *kernel, int64_t
           return false;
         shifted[leaf] = value;
       }
-      inRange = arith::CmpIOp::create(at, loc, arith::CmpIPredicate::slt, ivAt, loop.getUpperBound());
+      inRange = at.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, ivAt, loop.getUpperBound());
       return true;
     };
     PipelinedLoop plan;
@@ -116,8 +116,7 @@ PipelinePlans mlir::tile::gpu_lowering::planPipelines(Operation *kernel, int64_t
       plan.prologueInRange.push_back(inRange);
     }
     // In the loop: d iterations ahead of this one, and the stage each goes to.
-    Value iteration = arith::DivSIOp::create(
-        b, loc, arith::SubIOp::create(b, loc, iv, loop.getLowerBound()), loop.getStep());
+    Value iteration = b.createOrFold<arith::DivSIOp>(loc, b.createOrFold<arith::SubIOp>(loc, iv, loop.getLowerBound()), loop.getStep());
     for (int64_t d = 0; d < numStages; ++d) {
       DenseMap<Value, Value> shifted;
       Value inRange;
@@ -125,8 +124,7 @@ PipelinePlans mlir::tile::gpu_lowering::planPipelines(Operation *kernel, int64_t
         return;
       plan.shifted.push_back(std::move(shifted));
       plan.inRange.push_back(inRange);
-      Value slot = arith::RemSIOp::create(
-          b, loc, arith::AddIOp::create(b, loc, iteration, arith::ConstantOp::create(b, loc, ivType, b.getIntegerAttr(ivType, d))),
+      Value slot = b.createOrFold<arith::RemSIOp>(loc, b.createOrFold<arith::AddIOp>(loc, iteration, arith::ConstantOp::create(b, loc, ivType, b.getIntegerAttr(ivType, d))),
           arith::ConstantOp::create(b, loc, ivType, b.getIntegerAttr(ivType, ringSize)));
       plan.slot.push_back(toI32(slot));
     }
@@ -140,22 +138,19 @@ PipelinePlans mlir::tile::gpu_lowering::planPipelines(Operation *kernel, int64_t
       earlier = loop.getLowerBound();
     } else if (auto walk = dyn_cast<scf::ForOp>(loop->getParentOp())) {
       OpBuilder outside(loop);
-      Value walked = arith::DivSIOp::create(
-          outside, loc, arith::SubIOp::create(outside, loc, walk.getInductionVar(), walk.getLowerBound()),
+      Value walked = outside.createOrFold<arith::DivSIOp>(loc, outside.createOrFold<arith::SubIOp>(loc, walk.getInductionVar(), walk.getLowerBound()),
           walk.getStep());
       // The walk over tiles counts in 32 bits whatever the index width of the K loop.
       if (walked.getType() != ivType)
-        walked = arith::ExtSIOp::create(outside, loc, ivType, walked);
-      Value span = arith::SubIOp::create(outside, loc, loop.getUpperBound(), loop.getLowerBound());
-      Value trips = arith::DivSIOp::create(
-          outside, loc,
-          arith::SubIOp::create(outside, loc, arith::AddIOp::create(outside, loc, span, loop.getStep()),
+        walked = outside.createOrFold<arith::ExtSIOp>(loc, ivType, walked);
+      Value span = outside.createOrFold<arith::SubIOp>(loc, loop.getUpperBound(), loop.getLowerBound());
+      Value trips = outside.createOrFold<arith::DivSIOp>(loc, outside.createOrFold<arith::SubIOp>(loc, outside.createOrFold<arith::AddIOp>(loc, span, loop.getStep()),
                                 arith::ConstantOp::create(outside, loc, ivType, outside.getIntegerAttr(ivType, 1))),
           loop.getStep());
-      earlier = arith::MulIOp::create(outside, loc, walked, trips);
+      earlier = outside.createOrFold<arith::MulIOp>(loc, walked, trips);
     }
     auto countedFromKernelStart = [&](OpBuilder &at, Value local) -> Value {
-      return earlier ? arith::AddIOp::create(at, loc, earlier, local).getResult() : local;
+      return earlier ? at.createOrFold<arith::AddIOp>(loc, earlier, local) : local;
     };
     plan.kernelIteration = countedFromKernelStart(b, iteration);
     if (producerLoops) {
@@ -174,8 +169,7 @@ PipelinePlans mlir::tile::gpu_lowering::planPipelines(Operation *kernel, int64_t
         }
         plan.producerScalars[leaf] = value;
       }
-      Value producerIteration = arith::DivSIOp::create(
-          inside, loc, arith::SubIOp::create(inside, loc, producer.getInductionVar(), loop.getLowerBound()),
+      Value producerIteration = inside.createOrFold<arith::DivSIOp>(loc, inside.createOrFold<arith::SubIOp>(loc, producer.getInductionVar(), loop.getLowerBound()),
           loop.getStep());
       plan.producerKernelIteration = countedFromKernelStart(inside, producerIteration);
       plan.producerLoop = producer;
@@ -314,8 +308,8 @@ Value elementPtr(OpBuilder &b, Location loc, Value base, Type element, Value ind
 
 /// The address of element `offset` (i32) of stage `slotBase` of a shared buffer.
 Value sharedPtr(OpBuilder &b, Location loc, Value buffer, Value slotBase, Type element, Value offset) {
-  offset = arith::AddIOp::create(b, loc, slotBase, offset);
-  return elementPtr(b, loc, buffer, element, arith::ExtUIOp::create(b, loc, b.getI64Type(), offset));
+  offset = b.createOrFold<arith::AddIOp>(loc, slotBase, offset);
+  return elementPtr(b, loc, buffer, element, b.createOrFold<arith::ExtUIOp>(loc, b.getI64Type(), offset));
 }
 
 /// The address of (outer, inner) (i32) of stage `slotBase` of a shared buffer.
@@ -361,7 +355,7 @@ struct LoadedRuns {
     SmallVector<Value> runs;
     for (size_t r = 0; r < keep.size(); ++r) {
       Value part = sliceOf(b, loc, data, int64_t(r) * run, run);
-      runs.push_back(keep[r] ? Value(arith::SelectOp::create(b, loc, keep[r], part, zeros)) : part);
+      runs.push_back(keep[r] ? Value(b.createOrFold<arith::SelectOp>(loc, keep[r], part, zeros)) : part);
     }
     return concat(b, loc, runs);
   }
@@ -378,15 +372,12 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
   std::pair<Value, Value> runPosition(OpBuilder &b, Location loc, const OperandPlan &plan,
                                       int64_t r) const {
     int64_t runsPerRow = plan.extent(plan.innerDim) / plan.run;
-    Value group = arith::AddIOp::create(b, loc, dist.threadId,
+    Value group = b.createOrFold<arith::AddIOp>(loc, dist.threadId,
                                         i32Constant(b, loc, r / plan.group * dist.threads));
-    Value outer = arith::AddIOp::create(
-        b, loc,
-        arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, group, i32Constant(b, loc, runsPerRow)),
+    Value outer = b.createOrFold<arith::AddIOp>(loc, b.createOrFold<arith::MulIOp>(loc, b.createOrFold<arith::DivUIOp>(loc, group, i32Constant(b, loc, runsPerRow)),
                               i32Constant(b, loc, plan.group)),
         i32Constant(b, loc, r % plan.group));
-    Value inner = arith::MulIOp::create(
-        b, loc, arith::RemUIOp::create(b, loc, group, i32Constant(b, loc, runsPerRow)),
+    Value inner = b.createOrFold<arith::MulIOp>(loc, b.createOrFold<arith::RemUIOp>(loc, group, i32Constant(b, loc, runsPerRow)),
         i32Constant(b, loc, plan.run));
     return {outer, inner};
   }
@@ -396,16 +387,16 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
     int64_t groups = plan.runs / plan.group, q = r / plan.group;
     if ((q + 1) * dist.threads <= groups)
       return {};
-    Value group = arith::AddIOp::create(b, loc, dist.threadId, i32Constant(b, loc, q * dist.threads));
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, group, i32Constant(b, loc, groups));
+    Value group = b.createOrFold<arith::AddIOp>(loc, dist.threadId, i32Constant(b, loc, q * dist.threads));
+    return b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, group, i32Constant(b, loc, groups));
   }
 
   /// The global address of (outer, inner) (i64) of an operand's tile.
   Value globalPtr(OpBuilder &b, Location loc, const OperandView &view, Type element, Value outer,
                   Value inner) const {
     return elementPtr(b, loc, view.base, element,
-                      arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, outer, view.outerStride),
-                                            arith::MulIOp::create(b, loc, inner, view.innerStride)));
+                      b.createOrFold<arith::AddIOp>(loc, b.createOrFold<arith::MulIOp>(loc, outer, view.outerStride),
+                                            b.createOrFold<arith::MulIOp>(loc, inner, view.innerStride)));
   }
 
   /// `body` for run r, under a guard where the run may not exist.
@@ -431,23 +422,22 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
     auto runType = VectorType::get({plan.run}, element);
     Type i32 = b.getI32Type(), i64 = b.getI64Type();
     // The bounds are compared in 32 bits: a tile's valid lanes never exceed its extent.
-    Value validOuter = arith::TruncIOp::create(b, loc, i32, view.validOuter);
-    Value validInner = arith::TruncIOp::create(b, loc, i32, view.validInner);
+    Value validOuter = b.createOrFold<arith::TruncIOp>(loc, i32, view.validOuter);
+    Value validInner = b.createOrFold<arith::TruncIOp>(loc, i32, view.validInner);
     SmallVector<Value> loaded, keep;
     for (int64_t r = 0; r < plan.runsPerThread; ++r) {
       auto [outer32, inner32] = runPosition(b, loc, plan, r);
-      Value outer = arith::ExtUIOp::create(b, loc, i64, outer32);
-      Value inner = arith::ExtUIOp::create(b, loc, i64, inner32);
-      Value outerOn = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, outer32, validOuter);
+      Value outer = b.createOrFold<arith::ExtUIOp>(loc, i64, outer32);
+      Value inner = b.createOrFold<arith::ExtUIOp>(loc, i64, inner32);
+      Value outerOn = b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, outer32, validOuter);
       if (Value exists = runExists(b, loc, plan, r))
-        outerOn = arith::AndIOp::create(b, loc, outerOn, exists);
+        outerOn = b.createOrFold<arith::AndIOp>(loc, outerOn, exists);
       if (inRange)
-        outerOn = arith::AndIOp::create(b, loc, outerOn, inRange);
-      Value runEnd = arith::AddIOp::create(b, loc, inner32, i32Constant(b, loc, plan.run));
-      Value whole = arith::AndIOp::create(
-          b, loc, outerOn, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, runEnd, validInner));
+        outerOn = b.createOrFold<arith::AndIOp>(loc, outerOn, inRange);
+      Value runEnd = b.createOrFold<arith::AddIOp>(loc, inner32, i32Constant(b, loc, plan.run));
+      Value whole = b.createOrFold<arith::AndIOp>(loc, outerOn, b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::sle, runEnd, validInner));
       if (!plan.innerUnit)
-        whole = arith::AndIOp::create(b, loc, whole, view.innerUnit);
+        whole = b.createOrFold<arith::AndIOp>(loc, whole, view.innerUnit);
       if (plan.aligned16 && plan.wholeRuns) {
         // Every run is aligned and all in or all out: a masked load, as Triton's, with
         // runs outside reading the operand's first run (readable: the inner extent is a
@@ -457,19 +447,17 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
           // The offset from the operand's first element, in 32 bits: the address is a
           // uniform base plus one register (AMD's global_load with an SGPR base), where a
           // 64-bit address per lane takes two.
-          Value lane = arith::AddIOp::create(
-              b, loc, arith::MulIOp::create(b, loc, outer32, arith::TruncIOp::create(b, loc, i32, view.outerStride)),
+          Value lane = b.createOrFold<arith::AddIOp>(loc, b.createOrFold<arith::MulIOp>(loc, outer32, b.createOrFold<arith::TruncIOp>(loc, i32, view.outerStride)),
               inner32);
-          Value at = arith::AddIOp::create(b, loc, arith::TruncIOp::create(b, loc, i32, view.offset), lane);
-          at = arith::SelectOp::create(b, loc, whole, at, i32Constant(b, loc, 0));
+          Value at = b.createOrFold<arith::AddIOp>(loc, b.createOrFold<arith::TruncIOp>(loc, i32, view.offset), lane);
+          at = b.createOrFold<arith::SelectOp>(loc, whole, at, i32Constant(b, loc, 0));
           // The freeze keeps LLVM from moving the select past the widening (to a select
           // of 64-bit offsets), which would hide the 32-bit offset from the backend.
-          Value byteAt = arith::ExtUIOp::create(
-              b, loc, i64,
-              LLVM::FreezeOp::create(b, loc, arith::MulIOp::create(b, loc, at, i32Constant(b, loc, bytes))));
+          Value byteAt = b.createOrFold<arith::ExtUIOp>(loc, i64,
+              LLVM::FreezeOp::create(b, loc, b.createOrFold<arith::MulIOp>(loc, at, i32Constant(b, loc, bytes))));
           ptr = elementPtr(b, loc, view.matrix, b.getI8Type(), byteAt);
         } else {
-          ptr = arith::SelectOp::create(b, loc, whole, globalPtr(b, loc, view, element, outer, inner), view.matrix);
+          ptr = b.createOrFold<arith::SelectOp>(loc, whole, globalPtr(b, loc, view, element, outer, inner), view.matrix);
         }
         loaded.push_back(LLVM::LoadOp::create(b, loc, runType, ptr, plan.run * bytes));
         keep.push_back(whole);
@@ -477,7 +465,7 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
       }
       Value src = globalPtr(b, loc, view, element, outer, inner);
       if (!plan.aligned16)
-        whole = arith::AndIOp::create(b, loc, whole, isAligned(b, loc, src, plan.run * bytes));
+        whole = b.createOrFold<arith::AndIOp>(loc, whole, isAligned(b, loc, src, plan.run * bytes));
       auto data = scf::IfOp::create(
           b, loc, whole,
           [&](OpBuilder &b, Location loc) {
@@ -490,12 +478,11 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
             Value values = arith::ConstantOp::create(b, loc, runType, b.getZeroAttr(runType));
             Value zero = arith::ConstantOp::create(b, loc, element, b.getZeroAttr(element));
             for (int64_t j = 0; j < plan.run; ++j) {
-              Value at = arith::AddIOp::create(b, loc, inner32, i32Constant(b, loc, j));
-              Value on = arith::AndIOp::create(
-                  b, loc, outerOn, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, at, validInner));
-              Value ptr = globalPtr(b, loc, view, element, outer, arith::ExtUIOp::create(b, loc, i64, at));
-              ptr = arith::SelectOp::create(b, loc, on, ptr, view.matrix);
-              Value one = arith::SelectOp::create(b, loc, on, LLVM::LoadOp::create(b, loc, element, ptr, bytes), zero);
+              Value at = b.createOrFold<arith::AddIOp>(loc, inner32, i32Constant(b, loc, j));
+              Value on = b.createOrFold<arith::AndIOp>(loc, outerOn, b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, at, validInner));
+              Value ptr = globalPtr(b, loc, view, element, outer, b.createOrFold<arith::ExtUIOp>(loc, i64, at));
+              ptr = b.createOrFold<arith::SelectOp>(loc, on, ptr, view.matrix);
+              Value one = b.createOrFold<arith::SelectOp>(loc, on, LLVM::LoadOp::create(b, loc, element, ptr, bytes), zero);
               values = vector::InsertOp::create(b, loc, one, values, ArrayRef<int64_t>{j});
             }
             scf::YieldOp::create(b, loc, values);
@@ -524,35 +511,30 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
     int64_t bytes = elementBytes(element);
     Type i32 = b.getI32Type(), i64 = b.getI64Type();
     Value slotBase =
-        arith::MulIOp::create(b, loc, slot, i32Constant(b, loc, plan.shared.outer * plan.shared.inner));
+        b.createOrFold<arith::MulIOp>(loc, slot, i32Constant(b, loc, plan.shared.outer * plan.shared.inner));
     auto copies = [&](OpBuilder &b, Location loc) {
-      Value validOuter = arith::TruncIOp::create(b, loc, i32, view.validOuter);
-      Value validInner = arith::TruncIOp::create(b, loc, i32, view.validInner);
+      Value validOuter = b.createOrFold<arith::TruncIOp>(loc, i32, view.validOuter);
+      Value validInner = b.createOrFold<arith::TruncIOp>(loc, i32, view.validInner);
       Value zero = i32Constant(b, loc, 0);
       for (int64_t r = 0; r < plan.runsPerThread; ++r) {
         auto copy = [&](OpBuilder &b, Location loc) {
           auto [outer32, inner32] = runPosition(b, loc, plan, r);
-          Value on = arith::AndIOp::create(
-              b, loc, inRange, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, outer32, validOuter));
-          Value src = globalPtr(b, loc, view, element, arith::ExtUIOp::create(b, loc, i64, outer32),
-                                arith::ExtUIOp::create(b, loc, i64, inner32));
+          Value on = b.createOrFold<arith::AndIOp>(loc, inRange, b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, outer32, validOuter));
+          Value src = globalPtr(b, loc, view, element, b.createOrFold<arith::ExtUIOp>(loc, i64, outer32),
+                                b.createOrFold<arith::ExtUIOp>(loc, i64, inner32));
           Value dst = sharedPtr(b, loc, plan.shared, buffer, slotBase, element, outer32, inner32);
           if (plan.wholeRuns) {
-            on = arith::AndIOp::create(
-                b, loc, on, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, inner32, validInner));
-            Value ignore = arith::XOrIOp::create(b, loc, on, arith::ConstantIntOp::create(b, loc, 1, 1));
+            on = b.createOrFold<arith::AndIOp>(loc, on, b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, inner32, validInner));
+            Value ignore = b.createOrFold<arith::XOrIOp>(loc, on, arith::ConstantIntOp::create(b, loc, 1, 1));
             inlinePtx(b, loc, "cp.async.cg.shared.global [$0], [$1], 16, $2;", 0, "r,l,b",
                       ValueRange{dst, src, ignore}, {});
             return;
           }
           // The run's elements inside the matrix, 0 .. run, are copied; the rest is zero.
-          Value left = arith::MaxSIOp::create(
-              b, loc,
-              arith::MinSIOp::create(b, loc, arith::SubIOp::create(b, loc, validInner, inner32),
+          Value left = b.createOrFold<arith::MaxSIOp>(loc, b.createOrFold<arith::MinSIOp>(loc, b.createOrFold<arith::SubIOp>(loc, validInner, inner32),
                                      i32Constant(b, loc, plan.run)),
               zero);
-          Value size = arith::SelectOp::create(
-              b, loc, on, arith::MulIOp::create(b, loc, left, i32Constant(b, loc, bytes)), zero);
+          Value size = b.createOrFold<arith::SelectOp>(loc, on, b.createOrFold<arith::MulIOp>(loc, left, i32Constant(b, loc, bytes)), zero);
           LLVM::CallIntrinsicOp::create(b, loc, b.getStringAttr("llvm.nvvm.cp.async.cg.shared.global.16.s"),
                                         ValueRange{dst, src, size});
         };
@@ -568,13 +550,12 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
     }
     // Every run starts 16-byte aligned when the tile's first element and the outer
     // stride in bytes are.
-    Value strideBytes = arith::MulIOp::create(b, loc, view.outerStride, c64(b, loc, bytes));
-    Value direct = arith::AndIOp::create(
-        b, loc, isAligned(b, loc, view.base, 16),
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                              arith::AndIOp::create(b, loc, strideBytes, c64(b, loc, 15)), c64(b, loc, 0)));
+    Value strideBytes = b.createOrFold<arith::MulIOp>(loc, view.outerStride, c64(b, loc, bytes));
+    Value direct = b.createOrFold<arith::AndIOp>(loc, isAligned(b, loc, view.base, 16),
+        b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::eq,
+                              b.createOrFold<arith::AndIOp>(loc, strideBytes, c64(b, loc, 15)), c64(b, loc, 0)));
     if (!plan.innerUnit)
-      direct = arith::AndIOp::create(b, loc, direct, view.innerUnit);
+      direct = b.createOrFold<arith::AndIOp>(loc, direct, view.innerUnit);
     scf::IfOp::create(b, loc, inRange, [&](OpBuilder &b, Location loc) {
       scf::IfOp::create(b, loc, direct, [&](OpBuilder &b, Location loc) {
         copies(b, loc);
@@ -594,7 +575,7 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
                  Value slot, Type element) const {
     int64_t bytes = elementBytes(element);
     int64_t stage = plan.shared.outer * plan.shared.inner;
-    Value slotBase = arith::MulIOp::create(b, loc, slot, i32Constant(b, loc, stage));
+    Value slotBase = b.createOrFold<arith::MulIOp>(loc, slot, i32Constant(b, loc, stage));
     if (plan.transposed()) {
       storeTransposed(b, loc, plan, registers, buffer, slotBase, element);
       return;
@@ -604,7 +585,7 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
       auto [outer, inner] = runPosition(b, loc, plan, r);
       auto write = [&](OpBuilder &b, Location loc) {
         for (int64_t p = 0; p < plan.run; p += vec) {
-          Value at = arith::AddIOp::create(b, loc, inner, i32Constant(b, loc, p));
+          Value at = b.createOrFold<arith::AddIOp>(loc, inner, i32Constant(b, loc, p));
           Value ptr = sharedPtr(b, loc, plan.shared, buffer, slotBase, element, outer, at);
           LLVM::StoreOp::create(b, loc, sliceOf(b, loc, registers, r * plan.run + p, vec), ptr, vec * bytes);
         }
@@ -645,7 +626,7 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
     int64_t piece = std::min(count, plan.shared.vec);
     SmallVector<Value> pieces;
     for (int64_t p = 0; p < count; p += piece) {
-      Value at = arith::AddIOp::create(b, loc, inner, i32Constant(b, loc, p));
+      Value at = b.createOrFold<arith::AddIOp>(loc, inner, i32Constant(b, loc, p));
       Value ptr = sharedPtr(b, loc, plan.shared, buffer, slotBase, element, outer, at);
       pieces.push_back(LLVM::LoadOp::create(b, loc, VectorType::get({piece}, element), ptr, piece * bytes));
     }
@@ -761,8 +742,8 @@ Value widenTo(OpBuilder &b, Location loc, Value v, Type accElement) {
   if (v.getType() == accElement)
     return v;
   if (isa<FloatType>(accElement))
-    return arith::ExtFOp::create(b, loc, accElement, v);
-  return arith::ExtSIOp::create(b, loc, accElement, v);
+    return b.createOrFold<arith::ExtFOp>(loc, accElement, v);
+  return b.createOrFold<arith::ExtSIOp>(loc, accElement, v);
 }
 
 LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const {
@@ -870,7 +851,7 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
     view.innerStride = operand.lanes.strides[innerDim].materialize(rewriter, loc, remap);
     view.validOuter = validLanes(rewriter, loc, operand.bounds, outerDim, p.extent(outerDim), remap);
     view.validInner = validLanes(rewriter, loc, operand.bounds, innerDim, p.extent(innerDim), remap);
-    view.innerUnit = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, view.innerStride,
+    view.innerUnit = rewriter.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, view.innerStride,
                                            c64(rewriter, loc, 1));
     return view;
   };
@@ -885,8 +866,8 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
     return std::pair{ra, rb};
   };
   auto compute = [&](Value slot) {
-    Value slotA = arith::MulIOp::create(rewriter, loc, slot, i32Constant(rewriter, loc, m * k));
-    Value slotB = arith::MulIOp::create(rewriter, loc, slot, i32Constant(rewriter, loc, k * n));
+    Value slotA = rewriter.createOrFold<arith::MulIOp>(loc, slot, i32Constant(rewriter, loc, m * k));
+    Value slotB = rewriter.createOrFold<arith::MulIOp>(loc, slot, i32Constant(rewriter, loc, k * n));
     Value acc = adaptor.getAcc();
     if (warpgroup)
       return warpgroupMultiply(rewriter, loc, dist, layout, WarpgroupOperand{bufA, slotA, pa.shared, pa.kContiguous(), bytes},
@@ -951,12 +932,12 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
                          Value issue) {
       auto remap = [&](Value v) { return remapThrough(shift, v); };
       auto i32Of = [&](const ScalarPoly &poly) -> Value {
-        return arith::TruncIOp::create(builder, loc, builder.getI32Type(), poly.materialize(builder, loc, remap));
+        return builder.createOrFold<arith::TruncIOp>(loc, builder.getI32Type(), poly.materialize(builder, loc, remap));
       };
       SmallVector<BulkCopyPlacement> copies;
       for (auto [operand, buffer, stageElements] :
            {std::tuple{&*bulkA, bufA, m * k}, std::tuple{&*bulkB, bufB, k * n}}) {
-        Value first = arith::MulIOp::create(builder, loc, slot, i32Constant(builder, loc, stageElements));
+        Value first = builder.createOrFold<arith::MulIOp>(loc, slot, i32Constant(builder, loc, stageElements));
         BulkCopyPlacement copy{operand, elementPtr(builder, loc, buffer, input, first), input,
                                i32Of(operand->inner), i32Of(operand->outer)};
         if (operand == &*bulkB && multicastCtas > 1) {
@@ -968,7 +949,7 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
       issueBulkCopies(builder, loc, copies, tensorMapBarrier(builder, loc, barriers, slot), issue);
     };
     auto threadIs = [&](OpBuilder &builder, Location loc, int64_t thread) -> Value {
-      return arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq, dist.threadId,
+      return builder.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, dist.threadId,
                                    i32Constant(builder, loc, thread));
     };
     // Stage s is filled for the (k / S)-th time at iteration k: that phase's parity.
@@ -977,22 +958,22 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
       auto constant = [&](int64_t v) {
         return arith::ConstantOp::create(builder, loc, type, builder.getIntegerAttr(type, v));
       };
-      Value round = arith::DivSIOp::create(builder, loc, iteration, constant(stages));
+      Value round = builder.createOrFold<arith::DivSIOp>(loc, iteration, constant(stages));
       if (flipped)
-        round = arith::AddIOp::create(builder, loc, round, constant(1));
-      Value phase = arith::AndIOp::create(builder, loc, round, constant(1));
+        round = builder.createOrFold<arith::AddIOp>(loc, round, constant(1));
+      Value phase = builder.createOrFold<arith::AndIOp>(loc, round, constant(1));
       if (type.getIntOrFloatBitWidth() != 32)
-        phase = arith::TruncIOp::create(builder, loc, builder.getI32Type(), phase);
+        phase = builder.createOrFold<arith::TruncIOp>(loc, builder.getI32Type(), phase);
       return phase;
     };
     auto slotOf = [&](OpBuilder &builder, Location loc, Value iteration, int64_t ahead) -> Value {
       Type type = iteration.getType();
-      Value shifted = arith::AddIOp::create(builder, loc, iteration,
+      Value shifted = builder.createOrFold<arith::AddIOp>(loc, iteration,
                                             arith::ConstantOp::create(builder, loc, type, builder.getIntegerAttr(type, ahead)));
-      Value slot = arith::RemSIOp::create(builder, loc, shifted,
+      Value slot = builder.createOrFold<arith::RemSIOp>(loc, shifted,
                                           arith::ConstantOp::create(builder, loc, type, builder.getIntegerAttr(type, stages)));
       if (type.getIntOrFloatBitWidth() != 32)
-        slot = arith::TruncIOp::create(builder, loc, builder.getI32Type(), slot);
+        slot = builder.createOrFold<arith::TruncIOp>(loc, builder.getI32Type(), slot);
       return slot;
     };
     if (producerLoop) {
@@ -1006,7 +987,7 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
       Value issuer = threadIs(rewriter, loc, dist.threads);
       scf::IfOp::create(rewriter, loc, issuer, [&](OpBuilder &builder, Location loc) {
         Value empty = tensorMapBarrier(builder, loc, barriers,
-                                       arith::AddIOp::create(builder, loc, slot, i32Constant(builder, loc, stages)));
+                                       builder.createOrFold<arith::AddIOp>(loc, slot, i32Constant(builder, loc, stages)));
         waitForBulkCopies(builder, loc, empty, phaseOf(builder, loc, iteration, /*flipped=*/true));
         copyTiles(builder, loc, &plan->producerScalars, slot, arith::ConstantIntOp::create(builder, loc, 1, 1));
         scf::YieldOp::create(builder, loc);
@@ -1024,18 +1005,17 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
           },
           [&](OpBuilder &builder, Location loc) {
             Type type = consumerIteration.getType();
-            Value notFirst = arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::sgt, consumerIteration,
+            Value notFirst = builder.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::sgt, consumerIteration,
                                                    arith::ConstantOp::create(builder, loc, type, builder.getIntegerAttr(type, 0)));
-            Value firstLane = arith::CmpIOp::create(
-                builder, loc, arith::CmpIPredicate::eq,
-                arith::RemUIOp::create(builder, loc, dist.threadId, i32Constant(builder, loc, dist.arch.waveSize)),
+            Value firstLane = builder.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::eq,
+                builder.createOrFold<arith::RemUIOp>(loc, dist.threadId, i32Constant(builder, loc, dist.arch.waveSize)),
                 i32Constant(builder, loc, 0));
             Value previous = slotOf(builder, loc, consumerIteration, stages - 1);
-            scf::IfOp::create(builder, loc, arith::AndIOp::create(builder, loc, notFirst, firstLane),
+            scf::IfOp::create(builder, loc, builder.createOrFold<arith::AndIOp>(loc, notFirst, firstLane),
                               [&](OpBuilder &builder, Location loc) {
                                 Value empty = tensorMapBarrier(
                                     builder, loc, barriers,
-                                    arith::AddIOp::create(builder, loc, previous, i32Constant(builder, loc, stages)));
+                                    builder.createOrFold<arith::AddIOp>(loc, previous, i32Constant(builder, loc, stages)));
                                 if (multicastCtas > 1)
                                   arriveOnClusterBarriers(builder, loc, empty, multicastCtas);
                                 else
@@ -1048,7 +1028,7 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
     // Without a producer, thread 0 copies; a tile past the loop's end is not copied: no
     // iteration waits for it.
     auto firstThreadAnd = [&](OpBuilder &builder, Location loc, Value inRange) -> Value {
-      return arith::AndIOp::create(builder, loc, threadIs(builder, loc, 0), inRange);
+      return builder.createOrFold<arith::AndIOp>(loc, threadIs(builder, loc, 0), inRange);
     };
     for (int64_t d = 0; d + 1 < stages; ++d)
       copyTiles(rewriter, loc, &plan->prologue[d], i32Constant(rewriter, loc, d),
@@ -1149,11 +1129,11 @@ Value DotOnGpu::fragmentsAndMultiply(ConversionPatternRewriter &rewriter, Locati
                                      Value slotA, Value slotB, Type input, bool markFirstFragments) const {
   WaveCoordinates w = waveCoordinates(rewriter, loc, dist, layout);
   auto c = [&](int64_t v) { return i32Constant(rewriter, loc, v); };
-  auto add = [&](Value x, Value y) { return arith::AddIOp::create(rewriter, loc, x, y).getResult(); };
+  auto add = [&](Value x, Value y) { return rewriter.createOrFold<arith::AddIOp>(loc, x, y); };
   auto addc = [&](Value x, int64_t y) { return add(x, c(y)); };
-  auto div = [&](Value x, int64_t y) { return arith::DivUIOp::create(rewriter, loc, x, c(y)).getResult(); };
-  auto rem = [&](Value x, int64_t y) { return arith::RemUIOp::create(rewriter, loc, x, c(y)).getResult(); };
-  auto mul = [&](Value x, int64_t y) { return arith::MulIOp::create(rewriter, loc, x, c(y)).getResult(); };
+  auto div = [&](Value x, int64_t y) { return rewriter.createOrFold<arith::DivUIOp>(loc, x, c(y)); };
+  auto rem = [&](Value x, int64_t y) { return rewriter.createOrFold<arith::RemUIOp>(loc, x, c(y)); };
+  auto mul = [&](Value x, int64_t y) { return rewriter.createOrFold<arith::MulIOp>(loc, x, c(y)); };
   int64_t k = pa.cols, n = pb.cols;
   Value waveRow = waveRowBase(rewriter, loc, layout, w.waveM);
   Value waveCol = mul(w.waveN, n / layout.warpsN);
@@ -1279,8 +1259,9 @@ Value DotOnGpu::onFmas(ConversionPatternRewriter &rewriter, Location loc, const 
                        Value slotA, Value slotB, Type input) const {
   int64_t perThread = layout.perThread();
   SmallVector<std::pair<Value, Value>> coordinates;
+  MatrixPlaces places(rewriter, loc, dist, layout);
   for (int64_t e = 0; e < perThread; ++e)
-    coordinates.push_back(matrixCoordinates(rewriter, loc, dist, layout, e));
+    coordinates.push_back(places.at(rewriter, loc, e));
   Type accElement = cast<VectorType>(acc.getType()).getElementType();
   auto loop = scf::ForOp::create(
       rewriter, loc, i32Constant(rewriter, loc, 0), i32Constant(rewriter, loc, pa.cols),
@@ -1295,7 +1276,7 @@ Value DotOnGpu::onFmas(ConversionPatternRewriter &rewriter, Location loc, const 
           // __nv_fmaf / __ocml_fma_f32 from device libraries.
           sum = isa<FloatType>(accElement)
                     ? Value(LLVM::FMAOp::create(b, loc, x, y, sum))
-                    : Value(arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, x, y), sum));
+                    : Value(b.createOrFold<arith::AddIOp>(loc, b.createOrFold<arith::MulIOp>(loc, x, y), sum));
           sums = vector::InsertOp::create(b, loc, sum, sums, ArrayRef<int64_t>{e});
         }
         scf::YieldOp::create(b, loc, sums);

@@ -204,9 +204,22 @@ public:
   GpuTypeConverter(MLIRContext *ctx, const Distribution &dist);
 };
 
-/// (row, col) as i32 of element `index` of this thread's share of a 2-D block.
-std::pair<Value, Value> matrixCoordinates(OpBuilder &b, Location loc, const Distribution &dist,
-                                          const MatrixLayout &layout, int64_t index);
+/// The places (row, col) of a thread's elements of a 2-D block: the wave's and the
+/// lane's terms are built once, and each element adds its constants. Building every
+/// element's place from the thread id made tens of thousands of ops per kernel, which the
+/// first call's compile then spent most of its time folding.
+class MatrixPlaces {
+public:
+  MatrixPlaces(OpBuilder &b, Location loc, const Distribution &dist, const MatrixLayout &layout);
+  /// (row, col) as i32 of element `index` of the thread's share, at the builder's insertion point (which the
+  /// constructor's must dominate).
+  std::pair<Value, Value> at(OpBuilder &b, Location loc, int64_t index) const;
+
+private:
+  const MatrixLayout &layout;
+  Value waveRow, waveCol;
+  SmallVector<std::pair<Value, Value>> inTile; ///< per element of a lane's instruction tile
+};
 
 /// The matrix instruction of an arch for one input type. Each lane holds a fragment of
 /// aPerLane elements of a and bPerLane of b: element j at (row, k) of a and (k, col) of

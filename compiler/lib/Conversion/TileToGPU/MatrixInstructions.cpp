@@ -63,14 +63,14 @@ mlir::tile::gpu_lowering::matrixInstructionFor(const AccumulatorTile &tile, Type
   bool f16 = input.isF16(), bf16 = input.isBF16(), i8 = input.isInteger(8);
   auto c = [](OpBuilder &b, Location loc, int64_t v) { return i32Constant(b, loc, v); };
   auto div = [c](OpBuilder &b, Location loc, Value x, int64_t y) {
-    return arith::DivUIOp::create(b, loc, x, c(b, loc, y)).getResult();
+    return b.createOrFold<arith::DivUIOp>(loc, x, c(b, loc, y));
   };
   auto rem = [c](OpBuilder &b, Location loc, Value x, int64_t y) {
-    return arith::RemUIOp::create(b, loc, x, c(b, loc, y)).getResult();
+    return b.createOrFold<arith::RemUIOp>(loc, x, c(b, loc, y));
   };
   auto affine = [c](OpBuilder &b, Location loc, Value x, int64_t scale, int64_t offset) {
-    Value scaled = arith::MulIOp::create(b, loc, x, c(b, loc, scale));
-    return arith::AddIOp::create(b, loc, scaled, c(b, loc, offset)).getResult();
+    Value scaled = b.createOrFold<arith::MulIOp>(loc, x, c(b, loc, scale));
+    return b.createOrFold<arith::AddIOp>(loc, scaled, c(b, loc, offset));
   };
   MatrixInstruction mi;
   switch (tile.kind) {

@@ -131,19 +131,19 @@ WaveCoordinates mlir::tile::gpu_lowering::waveCoordinates(OpBuilder &b, Location
                                                           const Distribution &dist,
                                                           const MatrixLayout &layout) {
   Value waveSize = i32Constant(b, loc, dist.arch.waveSize);
-  Value lane = arith::RemUIOp::create(b, loc, dist.threadId, waveSize);
-  Value wave = arith::DivUIOp::create(b, loc, dist.threadId, waveSize);
+  Value lane = b.createOrFold<arith::RemUIOp>(loc, dist.threadId, waveSize);
+  Value wave = b.createOrFold<arith::DivUIOp>(loc, dist.threadId, waveSize);
   Value n = i32Constant(b, loc, layout.warpsN);
-  return {lane, arith::DivUIOp::create(b, loc, wave, n), arith::RemUIOp::create(b, loc, wave, n)};
+  return {lane, b.createOrFold<arith::DivUIOp>(loc, wave, n), b.createOrFold<arith::RemUIOp>(loc, wave, n)};
 }
 
 std::pair<Value, Value> AccumulatorTile::coordinates(OpBuilder &b, Location loc, Value lane,
                                                      int64_t j) const {
   auto c = [&](int64_t v) { return i32Constant(b, loc, v); };
-  auto div = [&](Value x, int64_t y) { return arith::DivUIOp::create(b, loc, x, c(y)).getResult(); };
-  auto rem = [&](Value x, int64_t y) { return arith::RemUIOp::create(b, loc, x, c(y)).getResult(); };
-  auto mul = [&](Value x, int64_t y) { return arith::MulIOp::create(b, loc, x, c(y)).getResult(); };
-  auto add = [&](Value x, int64_t y) { return arith::AddIOp::create(b, loc, x, c(y)).getResult(); };
+  auto div = [&](Value x, int64_t y) { return b.createOrFold<arith::DivUIOp>(loc, x, c(y)); };
+  auto rem = [&](Value x, int64_t y) { return b.createOrFold<arith::RemUIOp>(loc, x, c(y)); };
+  auto mul = [&](Value x, int64_t y) { return b.createOrFold<arith::MulIOp>(loc, x, c(y)); };
+  auto add = [&](Value x, int64_t y) { return b.createOrFold<arith::AddIOp>(loc, x, c(y)); };
   // The instruction's own (row, col) of the element; transposed when it computes C^T.
   auto place = [&](Value row, Value col) {
     return swapped ? std::pair{col, row} : std::pair{row, col};
@@ -168,29 +168,30 @@ Value mlir::tile::gpu_lowering::waveRowBase(OpBuilder &b, Location loc, const Ma
   int64_t group = layout.interleaveM;
   auto c = [&](int64_t v) { return i32Constant(b, loc, v); };
   if (group == 1)
-    return arith::MulIOp::create(b, loc, waveM, c(layout.rows / layout.warpsM));
-  Value band = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, waveM, c(group)),
+    return b.createOrFold<arith::MulIOp>(loc, waveM, c(layout.rows / layout.warpsM));
+  Value band = b.createOrFold<arith::MulIOp>(loc, b.createOrFold<arith::DivUIOp>(loc, waveM, c(group)),
                                      c(layout.rows / (layout.warpsM / group)));
-  Value slice = arith::MulIOp::create(b, loc, arith::RemUIOp::create(b, loc, waveM, c(group)),
+  Value slice = b.createOrFold<arith::MulIOp>(loc, b.createOrFold<arith::RemUIOp>(loc, waveM, c(group)),
                                       c(layout.tile.tileM));
-  return arith::AddIOp::create(b, loc, band, slice);
+  return b.createOrFold<arith::AddIOp>(loc, band, slice);
 }
 
-std::pair<Value, Value> mlir::tile::gpu_lowering::matrixCoordinates(OpBuilder &b, Location loc,
-                                                                   const Distribution &dist,
-                                                                   const MatrixLayout &layout,
-                                                                   int64_t index) {
+MatrixPlaces::MatrixPlaces(OpBuilder &b, Location loc, const Distribution &dist, const MatrixLayout &layout)
+    : layout(layout) {
   WaveCoordinates w = waveCoordinates(b, loc, dist, layout);
+  waveRow = waveRowBase(b, loc, layout, w.waveM);
+  waveCol = b.createOrFold<arith::MulIOp>(loc, w.waveN, i32Constant(b, loc, layout.cols / layout.warpsN));
+  for (int64_t j = 0; j < layout.tile.perLane; ++j)
+    inTile.push_back(layout.tile.coordinates(b, loc, w.lane, j));
+}
+
+std::pair<Value, Value> MatrixPlaces::at(OpBuilder &b, Location loc, int64_t index) const {
   int64_t tile = index / layout.tile.perLane, j = index % layout.tile.perLane;
   int64_t rm = tile / layout.repN, rn = tile % layout.repN;
-  auto [inRow, inCol] = layout.tile.coordinates(b, loc, w.lane, j);
-  Value row = waveRowBase(b, loc, layout, w.waveM);
-  row = arith::AddIOp::create(b, loc, row, i32Constant(b, loc, rm * layout.tile.tileM * layout.interleaveM));
-  row = arith::AddIOp::create(b, loc, row, inRow);
-  Value col = arith::MulIOp::create(b, loc, w.waveN, i32Constant(b, loc, layout.cols / layout.warpsN));
-  col = arith::AddIOp::create(b, loc, col, i32Constant(b, loc, rn * layout.tile.tileN));
-  col = arith::AddIOp::create(b, loc, col, inCol);
-  return {row, col};
+  auto add = [&](Value x, Value y) { return b.createOrFold<arith::AddIOp>(loc, x, y); };
+  Value row = add(waveRow, i32Constant(b, loc, rm * layout.tile.tileM * layout.interleaveM));
+  Value col = add(waveCol, i32Constant(b, loc, rn * layout.tile.tileN));
+  return {add(row, inTile[j].first), add(col, inTile[j].second)};
 }
 
 namespace {
@@ -248,27 +249,26 @@ struct AffineBlockMaterialization : ConversionPattern {
     Value result = pointer ? Value(LLVM::PoisonOp::create(rewriter, loc, converted))
                            : Value(arith::ConstantOp::create(rewriter, loc, converted,
                                                              rewriter.getZeroAttr(converted)));
+    MatrixPlaces places(rewriter, loc, dist, layout);
     for (int64_t e = 0; e < layout.perThread(); ++e) {
-      auto [row32, col32] = matrixCoordinates(rewriter, loc, dist, layout, e);
-      Value row = arith::ExtUIOp::create(rewriter, loc, i64, row32);
-      Value col = arith::ExtUIOp::create(rewriter, loc, i64, col32);
+      auto [row32, col32] = places.at(rewriter, loc, e);
+      Value row = rewriter.createOrFold<arith::ExtUIOp>(loc, i64, row32);
+      Value col = rewriter.createOrFold<arith::ExtUIOp>(loc, i64, col32);
       Value scalar;
       if (mask) {
         scalar = arith::ConstantIntOp::create(rewriter, loc, 1, 1);
         auto below = [&](Value index, Value bound) {
-          scalar = arith::AndIOp::create(
-              rewriter, loc, scalar,
-              arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::slt, index, bound));
+          scalar = rewriter.createOrFold<arith::AndIOp>(loc, scalar,
+              rewriter.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, index, bound));
         };
         for (Value bound : rowBounds)
           below(row, bound);
         for (Value bound : colBounds)
           below(col, bound);
       } else {
-        Value at = arith::AddIOp::create(
-            rewriter, loc, offset,
-            arith::AddIOp::create(rewriter, loc, arith::MulIOp::create(rewriter, loc, row, rowStride),
-                                  arith::MulIOp::create(rewriter, loc, col, colStride)));
+        Value at = rewriter.createOrFold<arith::AddIOp>(loc, offset,
+            rewriter.createOrFold<arith::AddIOp>(loc, rewriter.createOrFold<arith::MulIOp>(loc, row, rowStride),
+                                  rewriter.createOrFold<arith::MulIOp>(loc, col, colStride)));
         if (pointer) {
           Value base = remap(lanes->basePtr);
           Type pointee = getTypeConverter()->convertType(getPointeeType(type));
@@ -277,7 +277,7 @@ struct AffineBlockMaterialization : ConversionPattern {
         } else {
           // With index_bits=64 the offsets are already i64: a same-width trunci is invalid.
           scalar = element.getIntOrFloatBitWidth() < 64
-                       ? Value(arith::TruncIOp::create(rewriter, loc, element, at))
+                       ? Value(rewriter.createOrFold<arith::TruncIOp>(loc, element, at))
                        : at;
         }
       }

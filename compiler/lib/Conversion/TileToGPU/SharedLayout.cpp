@@ -38,18 +38,17 @@ SharedLayout mlir::tile::gpu_lowering::warpgroupSharedLayout(int64_t outer, int6
 Value SharedLayout::offset(OpBuilder &b, Location loc, Value outerIndex, Value innerIndex) const {
   auto c = [&](int64_t v) { return i32Constant(b, loc, v); };
   int64_t rowLength = chunked() ? chunk : inner;
-  Value within = chunked() ? arith::RemUIOp::create(b, loc, innerIndex, c(chunk)).getResult() : innerIndex;
-  Value unit = arith::DivUIOp::create(b, loc, within, c(vec));
+  Value within = chunked() ? b.createOrFold<arith::RemUIOp>(loc, innerIndex, c(chunk)) : innerIndex;
+  Value unit = b.createOrFold<arith::DivUIOp>(loc, within, c(vec));
   if (maxPhase > 1) {
-    Value phase = arith::RemUIOp::create(
-        b, loc, arith::DivUIOp::create(b, loc, outerIndex, c(perPhase)), c(maxPhase));
-    unit = arith::XOrIOp::create(b, loc, unit, phase);
+    Value phase = b.createOrFold<arith::RemUIOp>(loc, b.createOrFold<arith::DivUIOp>(loc, outerIndex, c(perPhase)), c(maxPhase));
+    unit = b.createOrFold<arith::XOrIOp>(loc, unit, phase);
   }
-  Value rowStart = arith::MulIOp::create(b, loc, outerIndex, c(rowLength));
+  Value rowStart = b.createOrFold<arith::MulIOp>(loc, outerIndex, c(rowLength));
   if (chunked()) {
-    Value chunkStart = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, innerIndex, c(chunk)),
+    Value chunkStart = b.createOrFold<arith::MulIOp>(loc, b.createOrFold<arith::DivUIOp>(loc, innerIndex, c(chunk)),
                                              c(outer * chunk));
-    rowStart = arith::AddIOp::create(b, loc, chunkStart, rowStart);
+    rowStart = b.createOrFold<arith::AddIOp>(loc, chunkStart, rowStart);
   }
   return place(b, loc, rowStart, unit, innerIndex);
 }
@@ -57,24 +56,23 @@ Value SharedLayout::offset(OpBuilder &b, Location loc, Value outerIndex, Value i
 Value SharedLayout::place(OpBuilder &b, Location loc, Value rowStart, Value unit,
                           Value innerIndex) const {
   auto c = [&](int64_t v) { return i32Constant(b, loc, v); };
-  Value within = arith::RemUIOp::create(b, loc, innerIndex, c(vec));
-  Value column = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, unit, c(vec)), within);
-  return arith::AddIOp::create(b, loc, rowStart, column);
+  Value within = b.createOrFold<arith::RemUIOp>(loc, innerIndex, c(vec));
+  Value column = b.createOrFold<arith::AddIOp>(loc, b.createOrFold<arith::MulIOp>(loc, unit, c(vec)), within);
+  return b.createOrFold<arith::AddIOp>(loc, rowStart, column);
 }
 
 Value SharedLayout::offsetFrom(OpBuilder &b, Location loc, Value outerBase, int64_t multiple,
                                int64_t step, Value innerIndex) const {
   auto c = [&](int64_t v) { return i32Constant(b, loc, v); };
   if (maxPhase == 1 || multiple % perPhase != 0 || chunked())
-    return offset(b, loc, arith::AddIOp::create(b, loc, outerBase, c(step)), innerIndex);
+    return offset(b, loc, b.createOrFold<arith::AddIOp>(loc, outerBase, c(step)), innerIndex);
   // outerBase / perPhase is a multiple of multiple / perPhase, which step / perPhase is
   // below: their sum's bits are disjoint, so its phase is the XOR of their phases.
-  Value phase = arith::RemUIOp::create(
-      b, loc, arith::DivUIOp::create(b, loc, outerBase, c(perPhase)), c(maxPhase));
-  Value unit = arith::XOrIOp::create(b, loc, arith::DivUIOp::create(b, loc, innerIndex, c(vec)), phase);
+  Value phase = b.createOrFold<arith::RemUIOp>(loc, b.createOrFold<arith::DivUIOp>(loc, outerBase, c(perPhase)), c(maxPhase));
+  Value unit = b.createOrFold<arith::XOrIOp>(loc, b.createOrFold<arith::DivUIOp>(loc, innerIndex, c(vec)), phase);
   if (int64_t stepPhase = step / perPhase % maxPhase)
-    unit = arith::XOrIOp::create(b, loc, unit, c(stepPhase));
-  Value row = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, outerBase, c(inner)),
+    unit = b.createOrFold<arith::XOrIOp>(loc, unit, c(stepPhase));
+  Value row = b.createOrFold<arith::AddIOp>(loc, b.createOrFold<arith::MulIOp>(loc, outerBase, c(inner)),
                                     c(step * inner));
   return place(b, loc, row, unit, innerIndex);
 }

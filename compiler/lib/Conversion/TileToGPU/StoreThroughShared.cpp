@@ -45,7 +45,7 @@ namespace {
 Value stagedElement(OpBuilder &b, Location loc, Value scratch, Type element, Value offset) {
   return LLVM::GEPOp::create(
              b, loc, scratch.getType(), element, scratch,
-             ArrayRef<LLVM::GEPArg>{arith::ExtUIOp::create(b, loc, b.getI64Type(), offset).getResult()})
+             ArrayRef<LLVM::GEPArg>{b.createOrFold<arith::ExtUIOp>(loc, b.getI64Type(), offset)})
       .getResult();
 }
 
@@ -104,40 +104,37 @@ bool storeByWarpgroups(StoreOp op, Value value, ConversionPatternRewriter &rewri
   auto elementAt = [&](OpBuilder &b, Location l, Value offset) {
     return stagedElement(b, l, scratch, element, offset);
   };
-  Value group = arith::DivUIOp::create(rewriter, loc, dist.threadId, c(kWarpgroupThreads));
+  Value group = rewriter.createOrFold<arith::DivUIOp>(loc, dist.threadId, c(kWarpgroupThreads));
   // Named barriers 0 and 1 are the block's and the consumers' (warp specialization).
-  Value barrier = arith::AddIOp::create(rewriter, loc, group, c(2));
+  Value barrier = rewriter.createOrFold<arith::AddIOp>(loc, group, c(2));
   auto syncWarpgroup = [&] { inlinePtx(rewriter, loc, "bar.sync $0, 128;", 0, "r", ValueRange{barrier}, {}); };
   // The first thread of each warpgroup issues and waits for its stores.
   auto onLead = [&](OpBuilder &b, Location l, llvm::function_ref<void(OpBuilder &, Location)> body) {
-    Value leads = arith::CmpIOp::create(
-        b, l, arith::CmpIPredicate::eq,
-        arith::RemUIOp::create(b, l, dist.threadId, i32Constant(b, l, kWarpgroupThreads)), i32Constant(b, l, 0));
+    Value leads = b.createOrFold<arith::CmpIOp>(l, arith::CmpIPredicate::eq,
+        b.createOrFold<arith::RemUIOp>(l, dist.threadId, i32Constant(b, l, kWarpgroupThreads)), i32Constant(b, l, 0));
     scf::IfOp::create(b, l, leads, [&](OpBuilder &then, Location at) {
       body(then, at);
       scf::YieldOp::create(then, at);
     });
   };
-  Value inner = arith::TruncIOp::create(rewriter, loc, i32, store.inner.materialize(rewriter, loc, remap));
-  Value outer = arith::AddIOp::create(
-      rewriter, loc, arith::TruncIOp::create(rewriter, loc, i32, store.outer.materialize(rewriter, loc, remap)),
-      arith::MulIOp::create(rewriter, loc, group, c(bandRows)));
-  Value groupBuffers = arith::MulIOp::create(rewriter, loc, group, c(kWarpgroupStoreBuffers * boxElements));
+  Value inner = rewriter.createOrFold<arith::TruncIOp>(loc, i32, store.inner.materialize(rewriter, loc, remap));
+  Value outer = rewriter.createOrFold<arith::AddIOp>(loc, rewriter.createOrFold<arith::TruncIOp>(loc, i32, store.outer.materialize(rewriter, loc, remap)),
+      rewriter.createOrFold<arith::MulIOp>(loc, group, c(bandRows)));
+  Value groupBuffers = rewriter.createOrFold<arith::MulIOp>(loc, group, c(kWarpgroupStoreBuffers * boxElements));
   int64_t colBoxes = layout.cols / boxCols;
   // The results leave the registers by stmatrix, four 8x8 matrices (two column tiles of
   // the accumulator, rows 0-7 and 8-15 of each) per instruction where st.shared writes
   // one lane's pair: a quarter of the instructions. Lanes 8k .. 8k + 7 give the addresses
   // of matrix k's rows; a lane's own pair of a tile sits at row lane / 4 and column
   // 2 * (lane % 4), so its address is its pair's, shifted by these.
-  Value lane = arith::RemUIOp::create(rewriter, loc, dist.threadId, c(32));
-  auto divC = [&](Value v, int64_t d) { return arith::DivUIOp::create(rewriter, loc, v, c(d)).getResult(); };
-  auto remC = [&](Value v, int64_t d) { return arith::RemUIOp::create(rewriter, loc, v, c(d)).getResult(); };
-  auto mulC = [&](Value v, int64_t m) { return arith::MulIOp::create(rewriter, loc, v, c(m)).getResult(); };
-  Value rowShift = arith::SubIOp::create(
-      rewriter, loc, arith::AddIOp::create(rewriter, loc, remC(lane, 8), mulC(remC(divC(lane, 8), 2), 8)),
+  Value lane = rewriter.createOrFold<arith::RemUIOp>(loc, dist.threadId, c(32));
+  auto divC = [&](Value v, int64_t d) { return rewriter.createOrFold<arith::DivUIOp>(loc, v, c(d)); };
+  auto remC = [&](Value v, int64_t d) { return rewriter.createOrFold<arith::RemUIOp>(loc, v, c(d)); };
+  auto mulC = [&](Value v, int64_t m) { return rewriter.createOrFold<arith::MulIOp>(loc, v, c(m)); };
+  Value rowShift = rewriter.createOrFold<arith::SubIOp>(loc, rewriter.createOrFold<arith::AddIOp>(loc, remC(lane, 8), mulC(remC(divC(lane, 8), 2), 8)),
       divC(lane, 4));
   Value colShift =
-      arith::SubIOp::create(rewriter, loc, mulC(divC(lane, 16), layout.tile.tileN), mulC(remC(lane, 4), 2));
+      rewriter.createOrFold<arith::SubIOp>(loc, mulC(divC(lane, 16), layout.tile.tileN), mulC(remC(lane, 4), 2));
   // The results as the 32-bit pairs stmatrix takes: what a deferred staging carries to
   // the next tile (deferEpilogueStaging).
   Value pairs = vector::BitCastOp::create(
@@ -148,7 +145,7 @@ bool storeByWarpgroups(StoreOp op, Value value, ConversionPatternRewriter &rewri
     staging->setAttr(kDeferrableEpilogueAttr, rewriter.getI64IntegerAttr(box));
     OpBuilder::InsertionGuard boxGuard(rewriter);
     rewriter.setInsertionPointToStart(rewriter.createBlock(&staging.getRegion()));
-    Value buffer = arith::AddIOp::create(rewriter, loc, groupBuffers,
+    Value buffer = rewriter.createOrFold<arith::AddIOp>(loc, groupBuffers,
                                          c(box % kWarpgroupStoreBuffers * boxElements));
     // The store that last read this buffer (the one before the newest) is done with it.
     onLead(rewriter, loc, [&](OpBuilder &b, Location l) {
@@ -158,14 +155,15 @@ bool storeByWarpgroups(StoreOp op, Value value, ConversionPatternRewriter &rewri
     syncWarpgroup();
     int64_t firstTile = rowBox * layout.repN + firstCol / layout.tile.tileN;
     int64_t boxTiles = boxCols / layout.tile.tileN;
+    MatrixPlaces places(rewriter, loc, dist, layout);
     for (int64_t tile = firstTile; tile < firstTile + boxTiles; tile += 2) {
       int64_t e = tile * layout.tile.perLane;
-      auto [row, col] = matrixCoordinates(rewriter, loc, dist, layout, e);
-      Value boxRow = arith::RemUIOp::create(rewriter, loc, arith::AddIOp::create(rewriter, loc, row, rowShift),
+      auto [row, col] = places.at(rewriter, loc, e);
+      Value boxRow = rewriter.createOrFold<arith::RemUIOp>(loc, rewriter.createOrFold<arith::AddIOp>(loc, row, rowShift),
                                             c(boxRows));
-      Value boxCol = arith::SubIOp::create(rewriter, loc, arith::AddIOp::create(rewriter, loc, col, colShift),
+      Value boxCol = rewriter.createOrFold<arith::SubIOp>(loc, rewriter.createOrFold<arith::AddIOp>(loc, col, colShift),
                                            c(firstCol));
-      Value at = arith::AddIOp::create(rewriter, loc, buffer, swizzled.offset(rewriter, loc, boxRow, boxCol));
+      Value at = rewriter.createOrFold<arith::AddIOp>(loc, buffer, swizzled.offset(rewriter, loc, boxRow, boxCol));
       // Matrix k of the four: rows 0-7 (k even) or 8-15 of column tile k / 2, the
       // lane's pair of row lane / 4 (or lane / 4 + 8) in the accumulator's order.
       SmallVector<Value> operands{elementAt(rewriter, loc, at)};
@@ -179,8 +177,8 @@ bool storeByWarpgroups(StoreOp op, Value value, ConversionPatternRewriter &rewri
     inlinePtx(rewriter, loc, "fence.proxy.async.shared::cta;", 0, "", {}, {});
     syncWarpgroup();
     onLead(rewriter, loc, [&](OpBuilder &b, Location l) {
-      Value boxInner = arith::AddIOp::create(b, l, inner, i32Constant(b, l, firstCol));
-      Value boxOuter = arith::AddIOp::create(b, l, outer, i32Constant(b, l, rowBox * boxRows));
+      Value boxInner = b.createOrFold<arith::AddIOp>(l, inner, i32Constant(b, l, firstCol));
+      Value boxOuter = b.createOrFold<arith::AddIOp>(l, outer, i32Constant(b, l, rowBox * boxRows));
       storeBox(b, l, store.map, boxInner, boxOuter, elementAt(b, l, buffer));
       inlinePtx(b, l, "cp.async.bulk.commit_group;", 0, "", {}, {});
     });
@@ -289,11 +287,11 @@ bool mlir::tile::gpu_lowering::storeThroughShared(StoreOp op, Value value, Conve
   auto at = [&](OpBuilder &b, Location l, Value row, Value col) {
     if (bulkStore)
       return elementAt(b, l, swizzled.offset(b, l, row, col));
-    return elementAt(b, l, arith::AddIOp::create(b, l, arith::MulIOp::create(b, l, row, i32Constant(b, l, pitch)), col));
+    return elementAt(b, l, b.createOrFold<arith::AddIOp>(l, b.createOrFold<arith::MulIOp>(l, row, i32Constant(b, l, pitch)), col));
   };
   auto remap = [&](Value v) { return rewriter.getRemappedValue(v); };
   auto isFirstThread = [&] {
-    return arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, dist.threadId, c(0)).getResult();
+    return rewriter.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, dist.threadId, c(0));
   };
   auto onFirstThread = [&](StringRef ptx) {
     scf::IfOp::create(rewriter, loc, isFirstThread(), [&](OpBuilder &b, Location l) {
@@ -301,6 +299,7 @@ bool mlir::tile::gpu_lowering::storeThroughShared(StoreOp op, Value value, Conve
       scf::YieldOp::create(b, l);
     });
   };
+  MatrixPlaces places(rewriter, loc, dist, layout);
   for (int64_t chunk = 0; chunk < chunks; ++chunk) {
     // The previous chunk's reads (or the K loop's, or a bulk store's of the previous
     // tile) are done before its space is written.
@@ -312,9 +311,9 @@ bool mlir::tile::gpu_lowering::storeThroughShared(StoreOp op, Value value, Conve
       int64_t rn = (e / layout.tile.perLane) % layout.repN;
       if (chunks > 1 && (rn * layout.tile.tileN < firstCol || rn * layout.tile.tileN >= firstCol + chunkCols))
         continue;
-      auto [row, col] = matrixCoordinates(rewriter, loc, dist, layout, e);
+      auto [row, col] = places.at(rewriter, loc, e);
       if (firstCol)
-        col = arith::SubIOp::create(rewriter, loc, col, c(firstCol));
+        col = rewriter.createOrFold<arith::SubIOp>(loc, col, c(firstCol));
       LLVM::StoreOp::create(rewriter, loc, sliceOf(rewriter, loc, value, e, run), at(rewriter, loc, row, col),
                             run * bytes);
     }
@@ -323,11 +322,11 @@ bool mlir::tile::gpu_lowering::storeThroughShared(StoreOp op, Value value, Conve
       inlinePtx(rewriter, loc, "fence.proxy.async.shared::cta;", 0, "", {}, {});
       gpu::BarrierOp::create(rewriter, loc);
       const BulkCopyOperand &store = *bulkStore;
-      Value inner = arith::TruncIOp::create(rewriter, loc, i32, store.inner.materialize(rewriter, loc, remap));
-      Value outer = arith::TruncIOp::create(rewriter, loc, i32, store.outer.materialize(rewriter, loc, remap));
+      Value inner = rewriter.createOrFold<arith::TruncIOp>(loc, i32, store.inner.materialize(rewriter, loc, remap));
+      Value outer = rewriter.createOrFold<arith::TruncIOp>(loc, i32, store.outer.materialize(rewriter, loc, remap));
       scf::IfOp::create(rewriter, loc, isFirstThread(), [&](OpBuilder &b, Location l) {
         for (int64_t box = 0; box < store.boxes; ++box) {
-          Value boxInner = arith::AddIOp::create(b, l, inner, i32Constant(b, l, firstCol + box * store.boxInner));
+          Value boxInner = b.createOrFold<arith::AddIOp>(l, inner, i32Constant(b, l, firstCol + box * store.boxInner));
           storeBox(b, l, store.map, boxInner, outer,
                    elementAt(b, l, i32Constant(b, l, box * store.boxInner * store.boxOuter)));
         }
@@ -339,30 +338,28 @@ bool mlir::tile::gpu_lowering::storeThroughShared(StoreOp op, Value value, Conve
     gpu::BarrierOp::create(rewriter, loc);
     Value validRows = c(layout.rows), validCols = c(layout.cols);
     if (bounds) {
-      validRows = arith::TruncIOp::create(rewriter, loc, i32, validLanes(rewriter, loc, *bounds, 0, layout.rows));
-      validCols = arith::TruncIOp::create(rewriter, loc, i32, validLanes(rewriter, loc, *bounds, 1, layout.cols));
+      validRows = rewriter.createOrFold<arith::TruncIOp>(loc, i32, validLanes(rewriter, loc, *bounds, 0, layout.rows));
+      validCols = rewriter.createOrFold<arith::TruncIOp>(loc, i32, validLanes(rewriter, loc, *bounds, 1, layout.cols));
     }
     Value base = offsetBase(rewriter, loc, *lanes, element);
     Value rowStride = lanes->strides[0].materialize(rewriter, loc, remap);
     int64_t piecesPerRow = chunkCols / per16, pieces = layout.rows * piecesPerRow;
     auto pieceType = VectorType::get({per16}, element);
     for (int64_t first = 0; first < pieces; first += dist.threads) {
-      Value piece = arith::AddIOp::create(rewriter, loc, dist.threadId, c(first));
-      Value row = arith::DivUIOp::create(rewriter, loc, piece, c(piecesPerRow));
-      Value col = arith::MulIOp::create(rewriter, loc, arith::RemUIOp::create(rewriter, loc, piece, c(piecesPerRow)),
+      Value piece = rewriter.createOrFold<arith::AddIOp>(loc, dist.threadId, c(first));
+      Value row = rewriter.createOrFold<arith::DivUIOp>(loc, piece, c(piecesPerRow));
+      Value col = rewriter.createOrFold<arith::MulIOp>(loc, rewriter.createOrFold<arith::RemUIOp>(loc, piece, c(piecesPerRow)),
                                         c(per16));
-      Value matrixCol = arith::AddIOp::create(rewriter, loc, col, c(firstCol));
-      Value on = arith::AndIOp::create(
-          rewriter, loc, arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult, row, validRows),
-          arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult, matrixCol, validCols));
+      Value matrixCol = rewriter.createOrFold<arith::AddIOp>(loc, col, c(firstCol));
+      Value on = rewriter.createOrFold<arith::AndIOp>(loc, rewriter.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, row, validRows),
+          rewriter.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, matrixCol, validCols));
       if (first + dist.threads > pieces)
-        on = arith::AndIOp::create(rewriter, loc, on,
-                                   arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult, piece, c(pieces)));
+        on = rewriter.createOrFold<arith::AndIOp>(loc, on,
+                                   rewriter.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, piece, c(pieces)));
       scf::IfOp::create(rewriter, loc, on, [&](OpBuilder &b, Location l) {
         Value data = LLVM::LoadOp::create(b, l, pieceType, at(b, l, row, col), 16);
-        Value offset = arith::AddIOp::create(
-            b, l, arith::MulIOp::create(b, l, arith::ExtUIOp::create(b, l, i64, row), rowStride),
-            arith::ExtUIOp::create(b, l, i64, matrixCol));
+        Value offset = b.createOrFold<arith::AddIOp>(l, b.createOrFold<arith::MulIOp>(l, b.createOrFold<arith::ExtUIOp>(l, i64, row), rowStride),
+            b.createOrFold<arith::ExtUIOp>(l, i64, matrixCol));
         Value ptr = LLVM::GEPOp::create(b, l, base.getType(), element, base, ArrayRef<LLVM::GEPArg>{offset});
         LLVM::StoreOp::create(b, l, data, ptr, 16);
         scf::YieldOp::create(b, l);

@@ -25,8 +25,8 @@ using namespace mlir::tile::gpu_lowering;
 Value mlir::tile::gpu_lowering::isAligned(OpBuilder &b, Location loc, Value ptr, int64_t bytes) {
   Type i64 = b.getI64Type();
   Value address = LLVM::PtrToIntOp::create(b, loc, i64, ptr);
-  Value low = arith::AndIOp::create(b, loc, address, arith::ConstantIntOp::create(b, loc, i64, bytes - 1));
-  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, low,
+  Value low = b.createOrFold<arith::AndIOp>(loc, address, arith::ConstantIntOp::create(b, loc, i64, bytes - 1));
+  return b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, low,
                                arith::ConstantIntOp::create(b, loc, i64, 0));
 }
 
@@ -66,12 +66,11 @@ namespace {
 Value runStart(OpBuilder &b, Location loc, const Distribution &dist, const ThreadLayout &layout,
                int64_t rep) {
   Type i32 = b.getI32Type();
-  Value first = arith::MulIOp::create(b, loc, dist.threadId,
+  Value first = b.createOrFold<arith::MulIOp>(loc, dist.threadId,
                                       arith::ConstantIntOp::create(b, loc, i32, layout.vec));
-  first = arith::AddIOp::create(
-      b, loc, first, arith::ConstantIntOp::create(b, loc, i32, rep * layout.threads * layout.vec));
+  first = b.createOrFold<arith::AddIOp>(loc, first, arith::ConstantIntOp::create(b, loc, i32, rep * layout.threads * layout.vec));
   if (layout.wraps())
-    first = arith::RemUIOp::create(b, loc, first,
+    first = b.createOrFold<arith::RemUIOp>(loc, first,
                                    arith::ConstantIntOp::create(b, loc, i32, layout.size));
   return first;
 }
@@ -105,12 +104,10 @@ struct MakeRangeLowering : DistributedPattern<MakeRangeOp> {
     auto type = VectorType::get({layout.perThread()}, rewriter.getI32Type());
     Value result = arith::ConstantOp::create(rewriter, loc, type, rewriter.getZeroAttr(type));
     for (int64_t rep = 0; rep < layout.reps; ++rep) {
-      Value start = arith::AddIOp::create(
-          rewriter, loc, runStart(rewriter, loc, dist, layout, rep),
+      Value start = rewriter.createOrFold<arith::AddIOp>(loc, runStart(rewriter, loc, dist, layout, rep),
           arith::ConstantIntOp::create(rewriter, loc, rewriter.getI32Type(), op.getStart()));
       for (int64_t v = 0; v < layout.vec; ++v) {
-        Value element = arith::AddIOp::create(
-            rewriter, loc, start, arith::ConstantIntOp::create(rewriter, loc, rewriter.getI32Type(), v));
+        Value element = rewriter.createOrFold<arith::AddIOp>(loc, start, arith::ConstantIntOp::create(rewriter, loc, rewriter.getI32Type(), v));
         result = vector::InsertOp::create(rewriter, loc, element, result,
                                           ArrayRef<int64_t>{rep * layout.vec + v});
       }
@@ -179,15 +176,15 @@ std::optional<SmallVector<Run>> contiguousRuns(ConversionPatternRewriter &rewrit
   for (int64_t rep = 0; rep < layout.reps; ++rep) {
     Run run;
     run.first = rep * layout.vec;
-    Value start = arith::ExtUIOp::create(rewriter, loc, i64, runStart(rewriter, loc, dist, layout, rep));
+    Value start = rewriter.createOrFold<arith::ExtUIOp>(loc, i64, runStart(rewriter, loc, dist, layout, rep));
     run.ptr = LLVM::GEPOp::create(rewriter, loc, base.getType(), element, base,
                                   ArrayRef<LLVM::GEPArg>{start});
     if (mask) {
       run.mask = sliceOf(rewriter, loc, mask, run.first, layout.vec);
       if (valid) {
-        Value end = arith::AddIOp::create(rewriter, loc, start,
+        Value end = rewriter.createOrFold<arith::AddIOp>(loc, start,
                                           arith::ConstantIntOp::create(rewriter, loc, i64, layout.vec));
-        run.full = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::sle, end, valid);
+        run.full = rewriter.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::sle, end, valid);
       } else {
         run.full = vector::ReductionOp::create(rewriter, loc, vector::CombiningKind::AND, run.mask);
       }
@@ -196,7 +193,7 @@ std::optional<SmallVector<Run>> contiguousRuns(ConversionPatternRewriter &rewrit
       // A view can start anywhere in its storage: the wide access needs its alignment
       // (NVIDIA faults on a misaligned ld.global.v4).
       Value aligned = isAligned(rewriter, loc, run.ptr, layout.vec * elementBytes(element));
-      run.full = run.full ? arith::AndIOp::create(rewriter, loc, run.full, aligned).getResult() : aligned;
+      run.full = run.full ? rewriter.createOrFold<arith::AndIOp>(loc, run.full, aligned) : aligned;
       if (!run.mask)
         run.mask = allOnMask(rewriter, loc, {layout.vec});
     }
@@ -342,7 +339,7 @@ Value LoadLowering::loadRowInvariant(LoadOp op, OpAdaptor adaptor,
   auto inBounds = [&](OpBuilder &b, Location l, Value col) {
     Value on = arith::ConstantIntOp::create(b, l, 1, 1);
     for (Value bound : colBounds)
-      on = arith::AndIOp::create(b, l, on, arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, col, bound));
+      on = b.createOrFold<arith::AndIOp>(l, on, b.createOrFold<arith::CmpIOp>(l, arith::CmpIPredicate::slt, col, bound));
     return on;
   };
   Value zeros = arith::ConstantOp::create(rewriter, loc, vectorType, rewriter.getZeroAttr(vectorType));
@@ -350,20 +347,21 @@ Value LoadLowering::loadRowInvariant(LoadOp op, OpAdaptor adaptor,
     Value zero = arith::ConstantOp::create(b, l, element, b.getZeroAttr(element));
     Value result = zeros;
     int64_t perLane = layout.tile.perLane;
+    MatrixPlaces places(b, l, dist, layout);
     for (int64_t rn = 0; rn < layout.repN; ++rn) {
       DenseMap<int64_t, Value> byClass;
       for (int64_t j = 0; j < perLane; ++j) {
         Value &value = byClass[layout.tile.columnClass(j)];
         if (!value) {
           // Row tile 0's element (rn, j): its column is every row tile's.
-          auto [row, col32] = matrixCoordinates(b, l, dist, layout, rn * perLane + j);
-          Value col = arith::ExtUIOp::create(b, l, i64, col32);
+          auto [row, col32] = places.at(b, l, rn * perLane + j);
+          Value col = b.createOrFold<arith::ExtUIOp>(l, i64, col32);
           Value on = inBounds(b, l, col);
-          Value at = arith::SelectOp::create(b, l, on, arith::MulIOp::create(b, l, col, colStride),
+          Value at = b.createOrFold<arith::SelectOp>(l, on, b.createOrFold<arith::MulIOp>(l, col, colStride),
                                              arith::ConstantIntOp::create(b, l, i64, 0));
           Value ptr = LLVM::GEPOp::create(b, l, base.getType(), element, base, ArrayRef<LLVM::GEPArg>{at});
           Value read = LLVM::LoadOp::create(b, l, element, ptr, elementBytes(element));
-          value = arith::SelectOp::create(b, l, on, read, zero);
+          value = b.createOrFold<arith::SelectOp>(l, on, read, zero);
         }
         for (int64_t rm = 0; rm < layout.repM; ++rm)
           result = vector::InsertOp::create(b, l, value, result,
@@ -456,7 +454,7 @@ bool StoreLowering::storeRowRuns(StoreOp op, OpAdaptor adaptor, ConversionPatter
   Value unitColumns;
   if (lanes->strides[1].getConstant() != 1) {
     Value stride = lanes->strides[1].materialize(rewriter, loc, [&](Value v) { return rewriter.getRemappedValue(v); });
-    unitColumns = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, stride,
+    unitColumns = rewriter.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, stride,
                                         arith::ConstantIntOp::create(rewriter, loc, rewriter.getI64Type(), 1));
   }
   // Mask bits are taken one by one: shuffles and reductions of i1 vectors go through
@@ -492,9 +490,9 @@ bool StoreLowering::storeRowRuns(StoreOp op, OpAdaptor adaptor, ConversionPatter
     Value whole = isAligned(rewriter, loc, start, run * bytes);
     for (int64_t e = first; e < first + run; ++e)
       if (mask)
-        whole = arith::AndIOp::create(rewriter, loc, whole, bit(rewriter, loc, e));
+        whole = rewriter.createOrFold<arith::AndIOp>(loc, whole, bit(rewriter, loc, e));
     if (unitColumns)
-      whole = arith::AndIOp::create(rewriter, loc, whole, unitColumns);
+      whole = rewriter.createOrFold<arith::AndIOp>(loc, whole, unitColumns);
     scf::IfOp::create(
         rewriter, loc, whole,
         [&](OpBuilder &b, Location l) {
@@ -529,15 +527,15 @@ void StoreLowering::storeExchangedRuns(ConversionPatternRewriter &rewriter, Loca
   auto element = cast<VectorType>(value.getType()).getElementType();
   unsigned bits = element.getIntOrFloatBitWidth();
   Type i32 = rewriter.getI32Type();
-  Value lane = arith::RemUIOp::create(rewriter, loc, dist.threadId, i32Constant(rewriter, loc, dist.arch.waveSize));
-  Value upper = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::uge, lane, i32Constant(rewriter, loc, 16));
+  Value lane = rewriter.createOrFold<arith::RemUIOp>(loc, dist.threadId, i32Constant(rewriter, loc, dist.arch.waveSize));
+  Value upper = rewriter.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::uge, lane, i32Constant(rewriter, loc, 16));
   auto asWord = [&](Value v) -> Value {
-    Value asInt = arith::BitcastOp::create(rewriter, loc, rewriter.getIntegerType(bits), v);
-    return bits == 32 ? asInt : arith::ExtUIOp::create(rewriter, loc, i32, asInt).getResult();
+    Value asInt = rewriter.createOrFold<arith::BitcastOp>(loc, rewriter.getIntegerType(bits), v);
+    return bits == 32 ? asInt : rewriter.createOrFold<arith::ExtUIOp>(loc, i32, asInt);
   };
   auto fromWord = [&](Value w) -> Value {
-    Value asInt = bits == 32 ? w : arith::TruncIOp::create(rewriter, loc, rewriter.getIntegerType(bits), w).getResult();
-    return arith::BitcastOp::create(rewriter, loc, element, asInt);
+    Value asInt = bits == 32 ? w : rewriter.createOrFold<arith::TruncIOp>(loc, rewriter.getIntegerType(bits), w);
+    return rewriter.createOrFold<arith::BitcastOp>(loc, element, asInt);
   };
   // Lane i of each half reads lane i of the other half.
   auto fromPartner = [&](Value v) {
@@ -550,7 +548,7 @@ void StoreLowering::storeExchangedRuns(ConversionPatternRewriter &rewriter, Loca
                       .getResult(0);
     return fromWord(other);
   };
-  auto pick = [&](Value high, Value low) { return arith::SelectOp::create(rewriter, loc, upper, high, low).getResult(); };
+  auto pick = [&](Value high, Value low) { return rewriter.createOrFold<arith::SelectOp>(loc, upper, high, low); };
   for (int64_t first = 0; first < layout.perThread(); first += layout.tile.perLane) {
     auto own = [&](int64_t j) { return vector::ExtractOp::create(rewriter, loc, value, ArrayRef<int64_t>{first + j}).getResult(); };
     Value received[4];

@@ -55,7 +55,7 @@ bool mlir::tile::gpu_lowering::splitProducerWarpgroup(Operation *func, Value thr
   Operation *unit = walk ? walk.getOperation() : producer.getOperation();
   Location loc = producer.getLoc();
   OpBuilder b(unit);
-  Value isProducer = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, threadId,
+  Value isProducer = b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::uge, threadId,
                                            i32Constant(b, loc, consumerThreads));
   auto split = scf::IfOp::create(b, loc, isProducer, /*withElseRegion=*/true);
   Block *then = split.thenBlock(), *otherwise = split.elseBlock();

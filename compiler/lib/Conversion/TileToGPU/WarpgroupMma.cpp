@@ -116,10 +116,9 @@ Value mlir::tile::gpu_lowering::warpgroupMultiply(OpBuilder &b, Location loc, co
     const SharedLayout &shared = operand.shared;
     int64_t rowBytes = shared.chunk * operand.elementBytes;
     Value start = LLVM::PtrToIntOp::create(b, loc, i32, operand.buffer);
-    start = arith::AddIOp::create(b, loc, start,
-                                  arith::MulIOp::create(b, loc, operand.slotBase, c32(operand.elementBytes)));
-    Value field = arith::ExtUIOp::create(b, loc, i64, arith::AndIOp::create(
-                                                        b, loc, arith::ShRUIOp::create(b, loc, start, c32(4)),
+    start = b.createOrFold<arith::AddIOp>(loc, start,
+                                  b.createOrFold<arith::MulIOp>(loc, operand.slotBase, c32(operand.elementBytes)));
+    Value field = b.createOrFold<arith::ExtUIOp>(loc, i64, b.createOrFold<arith::AndIOp>(loc, b.createOrFold<arith::ShRUIOp>(loc, start, c32(4)),
                                                         c32(0x3FFF)));
     // K-major: the leading offset is unused with swizzling (1 by convention), the
     // stride is that of 8-row groups. M/N-major: the leading offset steps from one
@@ -128,7 +127,7 @@ Value mlir::tile::gpu_lowering::warpgroupMultiply(OpBuilder &b, Location loc, co
     int64_t stride = 8 * rowBytes;
     uint64_t fixed = (uint64_t(leading >> 4) << 16) | (uint64_t(stride >> 4) << 32) |
                      (uint64_t(swizzleMode(rowBytes)) << 62);
-    return arith::OrIOp::create(b, loc, field, c64(int64_t(fixed))).getResult();
+    return b.createOrFold<arith::OrIOp>(loc, field, c64(int64_t(fixed)));
   };
   // The byte offset in a stage of the instruction's (rows or columns `nonK`, k `kk`):
   // the chunk that holds k (K-major) or the rows (M/N-major), then the row in it.
@@ -141,17 +140,15 @@ Value mlir::tile::gpu_lowering::warpgroupMultiply(OpBuilder &b, Location loc, co
   };
   Value aBase = descriptorBase(a), bBase = descriptorBase(bOperand);
   // The warpgroup's first row, in the rows of the a tile: its band of the layout.
-  Value warpgroup = arith::DivUIOp::create(b, loc, dist.threadId, c32(kWarpgroupWarps * dist.arch.waveSize));
+  Value warpgroup = b.createOrFold<arith::DivUIOp>(loc, dist.threadId, c32(kWarpgroupWarps * dist.arch.waveSize));
   int64_t bandRows = layout.rows / (layout.warpsM / kWarpgroupWarps);
   int64_t rowBytes = a.shared.chunk * a.elementBytes;
   // Rows of a band start at whole atom groups: (band * rows) is the same offset in
   // every chunk, K-major, or whole chunks of rows, M-major.
-  Value bandOffset = a.kInner ? arith::MulIOp::create(b, loc, warpgroup, c32(bandRows * rowBytes)).getResult()
-                              : arith::MulIOp::create(b, loc, warpgroup, c32(bandRows / a.shared.chunk *
-                                                                              a.shared.outer * rowBytes))
-                                    .getResult();
-  aBase = arith::AddIOp::create(
-      b, loc, aBase, arith::ExtUIOp::create(b, loc, i64, arith::ShRUIOp::create(b, loc, bandOffset, c32(4))));
+  Value bandOffset = a.kInner ? b.createOrFold<arith::MulIOp>(loc, warpgroup, c32(bandRows * rowBytes))
+                              : b.createOrFold<arith::MulIOp>(loc, warpgroup, c32(bandRows / a.shared.chunk *
+                                                                              a.shared.outer * rowBytes));
+  aBase = b.createOrFold<arith::AddIOp>(loc, aBase, b.createOrFold<arith::ExtUIOp>(loc, i64, b.createOrFold<arith::ShRUIOp>(loc, bandOffset, c32(4))));
 
   int64_t n = layout.cols, perInstruction = layout.repN * layout.tile.perLane;
   std::string types = input.isBF16() ? ".f32.bf16.bf16" : ".f32.f16.f16";
@@ -163,9 +160,9 @@ Value mlir::tile::gpu_lowering::warpgroupMultiply(OpBuilder &b, Location loc, co
   Value result = acc;
   for (int64_t step = 0; step < k / kInstructionK; ++step) {
     int64_t kk = step * kInstructionK;
-    Value bDesc = arith::AddIOp::create(b, loc, bBase, c64(offsetOf(bOperand, 0, kk) >> 4));
+    Value bDesc = b.createOrFold<arith::AddIOp>(loc, bBase, c64(offsetOf(bOperand, 0, kk) >> 4));
     for (int64_t rm = 0; rm < layout.repM; ++rm) {
-      Value aDesc = arith::AddIOp::create(b, loc, aBase, c64(offsetOf(a, rm * kInstructionRows, kk) >> 4));
+      Value aDesc = b.createOrFold<arith::AddIOp>(loc, aBase, c64(offsetOf(a, rm * kInstructionRows, kk) >> 4));
       int64_t first = rm * perInstruction;
       Value d = inlinePtx(b, loc, ptx, perInstruction, "l,l", ValueRange{aDesc, bDesc},
                           elementsOf(b, loc, result, first, perInstruction));
