@@ -2,10 +2,10 @@
 // ISA has the 16-byte global accesses, the HSACO is an amdgcn ELF for the right
 // machine, and the PTX names its target.
 #include "TestKernels.h"
+#include "ops/MatmulConfig.h"
 #include "tile/Compiler/Compile.h"
 #include "tile/Compiler/ResourceReport.h"
 #include "tile/Conversion/Passes.h"
-#include "ops/MatmulConfig.h"
 #include "tile/Target/GpuArch.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -520,7 +520,8 @@ TEST(GpuCodegen, NvidiaMatmulPtxAssemblesForEveryArch) {
         config["divisibility_16"] = divisibility;
         Binary binary = compileMatmul(target, dtype, config);
         EXPECT_TRUE(assembleWithPtxas(stage(binary, "asm"), *lookupGpuArch(arch)))
-            << arch << " " << dtype << " divisibility_16=" << divisibility << ": ptxas refused the PTX";
+            << arch << " " << dtype << " divisibility_16=" << divisibility
+            << ": ptxas refused the PTX";
       }
 }
 

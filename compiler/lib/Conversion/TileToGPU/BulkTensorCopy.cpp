@@ -144,7 +144,8 @@ bool mlir::tile::gpu_lowering::splitAcrossCluster(BulkCopyOperand &copy, int64_t
 
 void mlir::tile::gpu_lowering::initTensorMapBarriers(OpBuilder &b, Location loc, Value barriers, int64_t count,
                                                      Value threadId, int64_t arrivals, int64_t first) {
-  Value isFirst = b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, threadId, i32Constant(b, loc, 0));
+  Value isFirst = b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, threadId,
+                                                i32Constant(b, loc, 0));
   scf::IfOp::create(b, loc, isFirst, [&](OpBuilder &b, Location loc) {
     for (int64_t i = first; i < first + count; ++i)
       inlinePtx(b, loc, "mbarrier.init.shared::cta.b64 [$0], $1;", 0, "r,r",
@@ -159,7 +160,8 @@ void mlir::tile::gpu_lowering::initTensorMapBarriers(OpBuilder &b, Location loc,
 
 void mlir::tile::gpu_lowering::invalidateTensorMapBarriers(OpBuilder &b, Location loc, Value barriers,
                                                            int64_t count, Value threadId) {
-  Value first = b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, threadId, i32Constant(b, loc, 0));
+  Value first = b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, threadId,
+                                              i32Constant(b, loc, 0));
   scf::IfOp::create(b, loc, first, [&](OpBuilder &b, Location loc) {
     for (int64_t i = 0; i < count; ++i)
       inlinePtx(b, loc, "mbarrier.inval.shared::cta.b64 [$0];", 0, "r",
@@ -194,14 +196,18 @@ void mlir::tile::gpu_lowering::issueBulkCopies(OpBuilder &b, Location loc, Array
         // pieces [rank * share, (rank + 1) * share).
         Value piece = c(j);
         if (copy.rank)
-          piece = b.createOrFold<arith::AddIOp>(loc, b.createOrFold<arith::MulIOp>(loc, copy.rank, c(share)), piece);
+          piece = b.createOrFold<arith::AddIOp>(
+              loc, b.createOrFold<arith::MulIOp>(loc, copy.rank, c(share)), piece);
         Value box = b.createOrFold<arith::DivUIOp>(loc, piece, c(operand.parts));
         Value part = b.createOrFold<arith::RemUIOp>(loc, piece, c(operand.parts));
-        Value first = b.createOrFold<arith::AddIOp>(loc, b.createOrFold<arith::MulIOp>(loc, box, c(operand.boxInner * operand.boxOuter)),
-                                            b.createOrFold<arith::MulIOp>(loc, part, c(operand.boxInner * partOuter)));
+        Value first = b.createOrFold<arith::AddIOp>(
+            loc, b.createOrFold<arith::MulIOp>(loc, box, c(operand.boxInner * operand.boxOuter)),
+            b.createOrFold<arith::MulIOp>(loc, part, c(operand.boxInner * partOuter)));
         Value dst = LLVM::GEPOp::create(b, loc, sharedPtr, copy.element, copy.stage, ValueRange{first});
-        Value inner = b.createOrFold<arith::AddIOp>(loc, copy.inner, b.createOrFold<arith::MulIOp>(loc, box, c(operand.boxInner)));
-        Value outer = b.createOrFold<arith::AddIOp>(loc, copy.outer, b.createOrFold<arith::MulIOp>(loc, part, c(partOuter)));
+        Value inner = b.createOrFold<arith::AddIOp>(
+            loc, copy.inner, b.createOrFold<arith::MulIOp>(loc, box, c(operand.boxInner)));
+        Value outer = b.createOrFold<arith::AddIOp>(
+            loc, copy.outer, b.createOrFold<arith::MulIOp>(loc, part, c(partOuter)));
         if (!copy.rank) {
           inlinePtx(b, loc,
                     "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "

@@ -91,8 +91,8 @@ PipelinePlans mlir::tile::gpu_lowering::planPipelines(Operation *kernel, int64_t
     auto scalarsAt = [&](OpBuilder &at, Value start, int64_t d, DenseMap<Value, Value> &shifted,
                          Value &inRange) {
       Value distance = arith::ConstantOp::create(at, loc, ivType, at.getIntegerAttr(ivType, d));
-      Value ivAt =
-          at.createOrFold<arith::AddIOp>(loc, start, at.createOrFold<arith::MulIOp>(loc, distance, loop.getStep()));
+      Value ivAt = at.createOrFold<arith::AddIOp>(
+          loc, start, at.createOrFold<arith::MulIOp>(loc, distance, loop.getStep()));
       IRMapping mapping;
       mapping.map(iv, ivAt);
       for (Value leaf : leaves) {
@@ -101,7 +101,8 @@ PipelinePlans mlir::tile::gpu_lowering::planPipelines(Operation *kernel, int64_t
           return false;
         shifted[leaf] = value;
       }
-      inRange = at.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, ivAt, loop.getUpperBound());
+      inRange = at.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, ivAt,
+                                               loop.getUpperBound());
       return true;
     };
     PipelinedLoop plan;
@@ -116,7 +117,8 @@ PipelinePlans mlir::tile::gpu_lowering::planPipelines(Operation *kernel, int64_t
       plan.prologueInRange.push_back(inRange);
     }
     // In the loop: d iterations ahead of this one, and the stage each goes to.
-    Value iteration = b.createOrFold<arith::DivSIOp>(loc, b.createOrFold<arith::SubIOp>(loc, iv, loop.getLowerBound()), loop.getStep());
+    Value iteration = b.createOrFold<arith::DivSIOp>(
+        loc, b.createOrFold<arith::SubIOp>(loc, iv, loop.getLowerBound()), loop.getStep());
     for (int64_t d = 0; d < numStages; ++d) {
       DenseMap<Value, Value> shifted;
       Value inRange;
@@ -124,7 +126,11 @@ PipelinePlans mlir::tile::gpu_lowering::planPipelines(Operation *kernel, int64_t
         return;
       plan.shifted.push_back(std::move(shifted));
       plan.inRange.push_back(inRange);
-      Value slot = b.createOrFold<arith::RemSIOp>(loc, b.createOrFold<arith::AddIOp>(loc, iteration, arith::ConstantOp::create(b, loc, ivType, b.getIntegerAttr(ivType, d))),
+      Value slot = b.createOrFold<arith::RemSIOp>(
+          loc,
+          b.createOrFold<arith::AddIOp>(
+              loc, iteration,
+              arith::ConstantOp::create(b, loc, ivType, b.getIntegerAttr(ivType, d))),
           arith::ConstantOp::create(b, loc, ivType, b.getIntegerAttr(ivType, ringSize)));
       plan.slot.push_back(toI32(slot));
     }
@@ -138,14 +144,20 @@ PipelinePlans mlir::tile::gpu_lowering::planPipelines(Operation *kernel, int64_t
       earlier = loop.getLowerBound();
     } else if (auto walk = dyn_cast<scf::ForOp>(loop->getParentOp())) {
       OpBuilder outside(loop);
-      Value walked = outside.createOrFold<arith::DivSIOp>(loc, outside.createOrFold<arith::SubIOp>(loc, walk.getInductionVar(), walk.getLowerBound()),
+      Value walked = outside.createOrFold<arith::DivSIOp>(
+          loc,
+          outside.createOrFold<arith::SubIOp>(loc, walk.getInductionVar(), walk.getLowerBound()),
           walk.getStep());
       // The walk over tiles counts in 32 bits whatever the index width of the K loop.
       if (walked.getType() != ivType)
         walked = outside.createOrFold<arith::ExtSIOp>(loc, ivType, walked);
-      Value span = outside.createOrFold<arith::SubIOp>(loc, loop.getUpperBound(), loop.getLowerBound());
-      Value trips = outside.createOrFold<arith::DivSIOp>(loc, outside.createOrFold<arith::SubIOp>(loc, outside.createOrFold<arith::AddIOp>(loc, span, loop.getStep()),
-                                arith::ConstantOp::create(outside, loc, ivType, outside.getIntegerAttr(ivType, 1))),
+      Value span =
+          outside.createOrFold<arith::SubIOp>(loc, loop.getUpperBound(), loop.getLowerBound());
+      Value trips = outside.createOrFold<arith::DivSIOp>(
+          loc,
+          outside.createOrFold<arith::SubIOp>(
+              loc, outside.createOrFold<arith::AddIOp>(loc, span, loop.getStep()),
+              arith::ConstantOp::create(outside, loc, ivType, outside.getIntegerAttr(ivType, 1))),
           loop.getStep());
       earlier = outside.createOrFold<arith::MulIOp>(loc, walked, trips);
     }
@@ -169,7 +181,9 @@ PipelinePlans mlir::tile::gpu_lowering::planPipelines(Operation *kernel, int64_t
         }
         plan.producerScalars[leaf] = value;
       }
-      Value producerIteration = inside.createOrFold<arith::DivSIOp>(loc, inside.createOrFold<arith::SubIOp>(loc, producer.getInductionVar(), loop.getLowerBound()),
+      Value producerIteration = inside.createOrFold<arith::DivSIOp>(
+          loc,
+          inside.createOrFold<arith::SubIOp>(loc, producer.getInductionVar(), loop.getLowerBound()),
           loop.getStep());
       plan.producerKernelIteration = countedFromKernelStart(inside, producerIteration);
       plan.producerLoop = producer;
@@ -309,7 +323,8 @@ Value elementPtr(OpBuilder &b, Location loc, Value base, Type element, Value ind
 /// The address of element `offset` (i32) of stage `slotBase` of a shared buffer.
 Value sharedPtr(OpBuilder &b, Location loc, Value buffer, Value slotBase, Type element, Value offset) {
   offset = b.createOrFold<arith::AddIOp>(loc, slotBase, offset);
-  return elementPtr(b, loc, buffer, element, b.createOrFold<arith::ExtUIOp>(loc, b.getI64Type(), offset));
+  return elementPtr(b, loc, buffer, element,
+                    b.createOrFold<arith::ExtUIOp>(loc, b.getI64Type(), offset));
 }
 
 /// The address of (outer, inner) (i32) of stage `slotBase` of a shared buffer.
@@ -355,7 +370,8 @@ struct LoadedRuns {
     SmallVector<Value> runs;
     for (size_t r = 0; r < keep.size(); ++r) {
       Value part = sliceOf(b, loc, data, int64_t(r) * run, run);
-      runs.push_back(keep[r] ? Value(b.createOrFold<arith::SelectOp>(loc, keep[r], part, zeros)) : part);
+      runs.push_back(keep[r] ? Value(b.createOrFold<arith::SelectOp>(loc, keep[r], part, zeros))
+                             : part);
     }
     return concat(b, loc, runs);
   }
@@ -373,11 +389,15 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
                                       int64_t r) const {
     int64_t runsPerRow = plan.extent(plan.innerDim) / plan.run;
     Value group = b.createOrFold<arith::AddIOp>(loc, dist.threadId,
-                                        i32Constant(b, loc, r / plan.group * dist.threads));
-    Value outer = b.createOrFold<arith::AddIOp>(loc, b.createOrFold<arith::MulIOp>(loc, b.createOrFold<arith::DivUIOp>(loc, group, i32Constant(b, loc, runsPerRow)),
-                              i32Constant(b, loc, plan.group)),
+                                                i32Constant(b, loc, r / plan.group * dist.threads));
+    Value outer = b.createOrFold<arith::AddIOp>(
+        loc,
+        b.createOrFold<arith::MulIOp>(
+            loc, b.createOrFold<arith::DivUIOp>(loc, group, i32Constant(b, loc, runsPerRow)),
+            i32Constant(b, loc, plan.group)),
         i32Constant(b, loc, r % plan.group));
-    Value inner = b.createOrFold<arith::MulIOp>(loc, b.createOrFold<arith::RemUIOp>(loc, group, i32Constant(b, loc, runsPerRow)),
+    Value inner = b.createOrFold<arith::MulIOp>(
+        loc, b.createOrFold<arith::RemUIOp>(loc, group, i32Constant(b, loc, runsPerRow)),
         i32Constant(b, loc, plan.run));
     return {outer, inner};
   }
@@ -387,16 +407,19 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
     int64_t groups = plan.runs / plan.group, q = r / plan.group;
     if ((q + 1) * dist.threads <= groups)
       return {};
-    Value group = b.createOrFold<arith::AddIOp>(loc, dist.threadId, i32Constant(b, loc, q * dist.threads));
-    return b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, group, i32Constant(b, loc, groups));
+    Value group =
+        b.createOrFold<arith::AddIOp>(loc, dist.threadId, i32Constant(b, loc, q * dist.threads));
+    return b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, group,
+                                         i32Constant(b, loc, groups));
   }
 
   /// The global address of (outer, inner) (i64) of an operand's tile.
   Value globalPtr(OpBuilder &b, Location loc, const OperandView &view, Type element, Value outer,
                   Value inner) const {
     return elementPtr(b, loc, view.base, element,
-                      b.createOrFold<arith::AddIOp>(loc, b.createOrFold<arith::MulIOp>(loc, outer, view.outerStride),
-                                            b.createOrFold<arith::MulIOp>(loc, inner, view.innerStride)));
+                      b.createOrFold<arith::AddIOp>(
+                          loc, b.createOrFold<arith::MulIOp>(loc, outer, view.outerStride),
+                          b.createOrFold<arith::MulIOp>(loc, inner, view.innerStride)));
   }
 
   /// `body` for run r, under a guard where the run may not exist.
@@ -429,13 +452,16 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
       auto [outer32, inner32] = runPosition(b, loc, plan, r);
       Value outer = b.createOrFold<arith::ExtUIOp>(loc, i64, outer32);
       Value inner = b.createOrFold<arith::ExtUIOp>(loc, i64, inner32);
-      Value outerOn = b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, outer32, validOuter);
+      Value outerOn =
+          b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, outer32, validOuter);
       if (Value exists = runExists(b, loc, plan, r))
         outerOn = b.createOrFold<arith::AndIOp>(loc, outerOn, exists);
       if (inRange)
         outerOn = b.createOrFold<arith::AndIOp>(loc, outerOn, inRange);
       Value runEnd = b.createOrFold<arith::AddIOp>(loc, inner32, i32Constant(b, loc, plan.run));
-      Value whole = b.createOrFold<arith::AndIOp>(loc, outerOn, b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::sle, runEnd, validInner));
+      Value whole = b.createOrFold<arith::AndIOp>(
+          loc, outerOn,
+          b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::sle, runEnd, validInner));
       if (!plan.innerUnit)
         whole = b.createOrFold<arith::AndIOp>(loc, whole, view.innerUnit);
       if (plan.aligned16 && plan.wholeRuns) {
@@ -447,17 +473,24 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
           // The offset from the operand's first element, in 32 bits: the address is a
           // uniform base plus one register (AMD's global_load with an SGPR base), where a
           // 64-bit address per lane takes two.
-          Value lane = b.createOrFold<arith::AddIOp>(loc, b.createOrFold<arith::MulIOp>(loc, outer32, b.createOrFold<arith::TruncIOp>(loc, i32, view.outerStride)),
+          Value lane = b.createOrFold<arith::AddIOp>(
+              loc,
+              b.createOrFold<arith::MulIOp>(
+                  loc, outer32, b.createOrFold<arith::TruncIOp>(loc, i32, view.outerStride)),
               inner32);
-          Value at = b.createOrFold<arith::AddIOp>(loc, b.createOrFold<arith::TruncIOp>(loc, i32, view.offset), lane);
+          Value at = b.createOrFold<arith::AddIOp>(
+              loc, b.createOrFold<arith::TruncIOp>(loc, i32, view.offset), lane);
           at = b.createOrFold<arith::SelectOp>(loc, whole, at, i32Constant(b, loc, 0));
           // The freeze keeps LLVM from moving the select past the widening (to a select
           // of 64-bit offsets), which would hide the 32-bit offset from the backend.
-          Value byteAt = b.createOrFold<arith::ExtUIOp>(loc, i64,
-              LLVM::FreezeOp::create(b, loc, b.createOrFold<arith::MulIOp>(loc, at, i32Constant(b, loc, bytes))));
+          Value byteAt = b.createOrFold<arith::ExtUIOp>(
+              loc, i64,
+              LLVM::FreezeOp::create(
+                  b, loc, b.createOrFold<arith::MulIOp>(loc, at, i32Constant(b, loc, bytes))));
           ptr = elementPtr(b, loc, view.matrix, b.getI8Type(), byteAt);
         } else {
-          ptr = b.createOrFold<arith::SelectOp>(loc, whole, globalPtr(b, loc, view, element, outer, inner), view.matrix);
+          ptr = b.createOrFold<arith::SelectOp>(
+              loc, whole, globalPtr(b, loc, view, element, outer, inner), view.matrix);
         }
         loaded.push_back(LLVM::LoadOp::create(b, loc, runType, ptr, plan.run * bytes));
         keep.push_back(whole);
@@ -479,10 +512,14 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
             Value zero = arith::ConstantOp::create(b, loc, element, b.getZeroAttr(element));
             for (int64_t j = 0; j < plan.run; ++j) {
               Value at = b.createOrFold<arith::AddIOp>(loc, inner32, i32Constant(b, loc, j));
-              Value on = b.createOrFold<arith::AndIOp>(loc, outerOn, b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, at, validInner));
-              Value ptr = globalPtr(b, loc, view, element, outer, b.createOrFold<arith::ExtUIOp>(loc, i64, at));
+              Value on = b.createOrFold<arith::AndIOp>(
+                  loc, outerOn,
+                  b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, at, validInner));
+              Value ptr = globalPtr(b, loc, view, element, outer,
+                                    b.createOrFold<arith::ExtUIOp>(loc, i64, at));
               ptr = b.createOrFold<arith::SelectOp>(loc, on, ptr, view.matrix);
-              Value one = b.createOrFold<arith::SelectOp>(loc, on, LLVM::LoadOp::create(b, loc, element, ptr, bytes), zero);
+              Value one = b.createOrFold<arith::SelectOp>(
+                  loc, on, LLVM::LoadOp::create(b, loc, element, ptr, bytes), zero);
               values = vector::InsertOp::create(b, loc, one, values, ArrayRef<int64_t>{j});
             }
             scf::YieldOp::create(b, loc, values);
@@ -510,8 +547,8 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
                 Type element, Value buffer, Value slot, Value inRange) const {
     int64_t bytes = elementBytes(element);
     Type i32 = b.getI32Type(), i64 = b.getI64Type();
-    Value slotBase =
-        b.createOrFold<arith::MulIOp>(loc, slot, i32Constant(b, loc, plan.shared.outer * plan.shared.inner));
+    Value slotBase = b.createOrFold<arith::MulIOp>(
+        loc, slot, i32Constant(b, loc, plan.shared.outer * plan.shared.inner));
     auto copies = [&](OpBuilder &b, Location loc) {
       Value validOuter = b.createOrFold<arith::TruncIOp>(loc, i32, view.validOuter);
       Value validInner = b.createOrFold<arith::TruncIOp>(loc, i32, view.validInner);
@@ -519,22 +556,32 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
       for (int64_t r = 0; r < plan.runsPerThread; ++r) {
         auto copy = [&](OpBuilder &b, Location loc) {
           auto [outer32, inner32] = runPosition(b, loc, plan, r);
-          Value on = b.createOrFold<arith::AndIOp>(loc, inRange, b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, outer32, validOuter));
-          Value src = globalPtr(b, loc, view, element, b.createOrFold<arith::ExtUIOp>(loc, i64, outer32),
-                                b.createOrFold<arith::ExtUIOp>(loc, i64, inner32));
+          Value on = b.createOrFold<arith::AndIOp>(
+              loc, inRange,
+              b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, outer32, validOuter));
+          Value src =
+              globalPtr(b, loc, view, element, b.createOrFold<arith::ExtUIOp>(loc, i64, outer32),
+                        b.createOrFold<arith::ExtUIOp>(loc, i64, inner32));
           Value dst = sharedPtr(b, loc, plan.shared, buffer, slotBase, element, outer32, inner32);
           if (plan.wholeRuns) {
-            on = b.createOrFold<arith::AndIOp>(loc, on, b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, inner32, validInner));
-            Value ignore = b.createOrFold<arith::XOrIOp>(loc, on, arith::ConstantIntOp::create(b, loc, 1, 1));
+            on = b.createOrFold<arith::AndIOp>(
+                loc, on,
+                b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, inner32, validInner));
+            Value ignore =
+                b.createOrFold<arith::XOrIOp>(loc, on, arith::ConstantIntOp::create(b, loc, 1, 1));
             inlinePtx(b, loc, "cp.async.cg.shared.global [$0], [$1], 16, $2;", 0, "r,l,b",
                       ValueRange{dst, src, ignore}, {});
             return;
           }
           // The run's elements inside the matrix, 0 .. run, are copied; the rest is zero.
-          Value left = b.createOrFold<arith::MaxSIOp>(loc, b.createOrFold<arith::MinSIOp>(loc, b.createOrFold<arith::SubIOp>(loc, validInner, inner32),
-                                     i32Constant(b, loc, plan.run)),
+          Value left = b.createOrFold<arith::MaxSIOp>(
+              loc,
+              b.createOrFold<arith::MinSIOp>(
+                  loc, b.createOrFold<arith::SubIOp>(loc, validInner, inner32),
+                  i32Constant(b, loc, plan.run)),
               zero);
-          Value size = b.createOrFold<arith::SelectOp>(loc, on, b.createOrFold<arith::MulIOp>(loc, left, i32Constant(b, loc, bytes)), zero);
+          Value size = b.createOrFold<arith::SelectOp>(
+              loc, on, b.createOrFold<arith::MulIOp>(loc, left, i32Constant(b, loc, bytes)), zero);
           LLVM::CallIntrinsicOp::create(b, loc, b.getStringAttr("llvm.nvvm.cp.async.cg.shared.global.16.s"),
                                         ValueRange{dst, src, size});
         };
@@ -551,9 +598,11 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
     // Every run starts 16-byte aligned when the tile's first element and the outer
     // stride in bytes are.
     Value strideBytes = b.createOrFold<arith::MulIOp>(loc, view.outerStride, c64(b, loc, bytes));
-    Value direct = b.createOrFold<arith::AndIOp>(loc, isAligned(b, loc, view.base, 16),
-        b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::eq,
-                              b.createOrFold<arith::AndIOp>(loc, strideBytes, c64(b, loc, 15)), c64(b, loc, 0)));
+    Value direct = b.createOrFold<arith::AndIOp>(
+        loc, isAligned(b, loc, view.base, 16),
+        b.createOrFold<arith::CmpIOp>(
+            loc, arith::CmpIPredicate::eq,
+            b.createOrFold<arith::AndIOp>(loc, strideBytes, c64(b, loc, 15)), c64(b, loc, 0)));
     if (!plan.innerUnit)
       direct = b.createOrFold<arith::AndIOp>(loc, direct, view.innerUnit);
     scf::IfOp::create(b, loc, inRange, [&](OpBuilder &b, Location loc) {
@@ -851,8 +900,8 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
     view.innerStride = operand.lanes.strides[innerDim].materialize(rewriter, loc, remap);
     view.validOuter = validLanes(rewriter, loc, operand.bounds, outerDim, p.extent(outerDim), remap);
     view.validInner = validLanes(rewriter, loc, operand.bounds, innerDim, p.extent(innerDim), remap);
-    view.innerUnit = rewriter.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, view.innerStride,
-                                           c64(rewriter, loc, 1));
+    view.innerUnit = rewriter.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::eq,
+                                                          view.innerStride, c64(rewriter, loc, 1));
     return view;
   };
   auto viewAt = [&](const StagedOperand &operand, const OperandPlan &p, int64_t distance) {
@@ -866,8 +915,10 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
     return std::pair{ra, rb};
   };
   auto compute = [&](Value slot) {
-    Value slotA = rewriter.createOrFold<arith::MulIOp>(loc, slot, i32Constant(rewriter, loc, m * k));
-    Value slotB = rewriter.createOrFold<arith::MulIOp>(loc, slot, i32Constant(rewriter, loc, k * n));
+    Value slotA =
+        rewriter.createOrFold<arith::MulIOp>(loc, slot, i32Constant(rewriter, loc, m * k));
+    Value slotB =
+        rewriter.createOrFold<arith::MulIOp>(loc, slot, i32Constant(rewriter, loc, k * n));
     Value acc = adaptor.getAcc();
     if (warpgroup)
       return warpgroupMultiply(rewriter, loc, dist, layout, WarpgroupOperand{bufA, slotA, pa.shared, pa.kContiguous(), bytes},
@@ -932,12 +983,14 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
                          Value issue) {
       auto remap = [&](Value v) { return remapThrough(shift, v); };
       auto i32Of = [&](const ScalarPoly &poly) -> Value {
-        return builder.createOrFold<arith::TruncIOp>(loc, builder.getI32Type(), poly.materialize(builder, loc, remap));
+        return builder.createOrFold<arith::TruncIOp>(loc, builder.getI32Type(),
+                                                     poly.materialize(builder, loc, remap));
       };
       SmallVector<BulkCopyPlacement> copies;
       for (auto [operand, buffer, stageElements] :
            {std::tuple{&*bulkA, bufA, m * k}, std::tuple{&*bulkB, bufB, k * n}}) {
-        Value first = builder.createOrFold<arith::MulIOp>(loc, slot, i32Constant(builder, loc, stageElements));
+        Value first = builder.createOrFold<arith::MulIOp>(loc, slot,
+                                                          i32Constant(builder, loc, stageElements));
         BulkCopyPlacement copy{operand, elementPtr(builder, loc, buffer, input, first), input,
                                i32Of(operand->inner), i32Of(operand->outer)};
         if (operand == &*bulkB && multicastCtas > 1) {
@@ -950,7 +1003,7 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
     };
     auto threadIs = [&](OpBuilder &builder, Location loc, int64_t thread) -> Value {
       return builder.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, dist.threadId,
-                                   i32Constant(builder, loc, thread));
+                                                 i32Constant(builder, loc, thread));
     };
     // Stage s is filled for the (k / S)-th time at iteration k: that phase's parity.
     auto phaseOf = [&](OpBuilder &builder, Location loc, Value iteration, bool flipped) {
@@ -968,10 +1021,12 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
     };
     auto slotOf = [&](OpBuilder &builder, Location loc, Value iteration, int64_t ahead) -> Value {
       Type type = iteration.getType();
-      Value shifted = builder.createOrFold<arith::AddIOp>(loc, iteration,
-                                            arith::ConstantOp::create(builder, loc, type, builder.getIntegerAttr(type, ahead)));
-      Value slot = builder.createOrFold<arith::RemSIOp>(loc, shifted,
-                                          arith::ConstantOp::create(builder, loc, type, builder.getIntegerAttr(type, stages)));
+      Value shifted = builder.createOrFold<arith::AddIOp>(
+          loc, iteration,
+          arith::ConstantOp::create(builder, loc, type, builder.getIntegerAttr(type, ahead)));
+      Value slot = builder.createOrFold<arith::RemSIOp>(
+          loc, shifted,
+          arith::ConstantOp::create(builder, loc, type, builder.getIntegerAttr(type, stages)));
       if (type.getIntOrFloatBitWidth() != 32)
         slot = builder.createOrFold<arith::TruncIOp>(loc, builder.getI32Type(), slot);
       return slot;
@@ -986,8 +1041,9 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
       Value slot = slotOf(rewriter, loc, iteration, 0);
       Value issuer = threadIs(rewriter, loc, dist.threads);
       scf::IfOp::create(rewriter, loc, issuer, [&](OpBuilder &builder, Location loc) {
-        Value empty = tensorMapBarrier(builder, loc, barriers,
-                                       builder.createOrFold<arith::AddIOp>(loc, slot, i32Constant(builder, loc, stages)));
+        Value empty = tensorMapBarrier(
+            builder, loc, barriers,
+            builder.createOrFold<arith::AddIOp>(loc, slot, i32Constant(builder, loc, stages)));
         waitForBulkCopies(builder, loc, empty, phaseOf(builder, loc, iteration, /*flipped=*/true));
         copyTiles(builder, loc, &plan->producerScalars, slot, arith::ConstantIntOp::create(builder, loc, 1, 1));
         scf::YieldOp::create(builder, loc);
@@ -1005,23 +1061,28 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
           },
           [&](OpBuilder &builder, Location loc) {
             Type type = consumerIteration.getType();
-            Value notFirst = builder.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::sgt, consumerIteration,
-                                                   arith::ConstantOp::create(builder, loc, type, builder.getIntegerAttr(type, 0)));
-            Value firstLane = builder.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::eq,
-                builder.createOrFold<arith::RemUIOp>(loc, dist.threadId, i32Constant(builder, loc, dist.arch.waveSize)),
+            Value notFirst = builder.createOrFold<arith::CmpIOp>(
+                loc, arith::CmpIPredicate::sgt, consumerIteration,
+                arith::ConstantOp::create(builder, loc, type, builder.getIntegerAttr(type, 0)));
+            Value firstLane = builder.createOrFold<arith::CmpIOp>(
+                loc, arith::CmpIPredicate::eq,
+                builder.createOrFold<arith::RemUIOp>(loc, dist.threadId,
+                                                     i32Constant(builder, loc, dist.arch.waveSize)),
                 i32Constant(builder, loc, 0));
             Value previous = slotOf(builder, loc, consumerIteration, stages - 1);
-            scf::IfOp::create(builder, loc, builder.createOrFold<arith::AndIOp>(loc, notFirst, firstLane),
-                              [&](OpBuilder &builder, Location loc) {
-                                Value empty = tensorMapBarrier(
-                                    builder, loc, barriers,
-                                    builder.createOrFold<arith::AddIOp>(loc, previous, i32Constant(builder, loc, stages)));
-                                if (multicastCtas > 1)
-                                  arriveOnClusterBarriers(builder, loc, empty, multicastCtas);
-                                else
-                                  arriveOnBarrier(builder, loc, empty);
-                                scf::YieldOp::create(builder, loc);
-                              });
+            scf::IfOp::create(
+                builder, loc, builder.createOrFold<arith::AndIOp>(loc, notFirst, firstLane),
+                [&](OpBuilder &builder, Location loc) {
+                  Value empty =
+                      tensorMapBarrier(builder, loc, barriers,
+                                       builder.createOrFold<arith::AddIOp>(
+                                           loc, previous, i32Constant(builder, loc, stages)));
+                  if (multicastCtas > 1)
+                    arriveOnClusterBarriers(builder, loc, empty, multicastCtas);
+                  else
+                    arriveOnBarrier(builder, loc, empty);
+                  scf::YieldOp::create(builder, loc);
+                });
           },
           /*blockBarriers=*/false);
     }
@@ -1131,8 +1192,12 @@ Value DotOnGpu::fragmentsAndMultiply(ConversionPatternRewriter &rewriter, Locati
   auto c = [&](int64_t v) { return i32Constant(rewriter, loc, v); };
   auto add = [&](Value x, Value y) { return rewriter.createOrFold<arith::AddIOp>(loc, x, y); };
   auto addc = [&](Value x, int64_t y) { return add(x, c(y)); };
-  auto div = [&](Value x, int64_t y) { return rewriter.createOrFold<arith::DivUIOp>(loc, x, c(y)); };
-  auto rem = [&](Value x, int64_t y) { return rewriter.createOrFold<arith::RemUIOp>(loc, x, c(y)); };
+  auto div = [&](Value x, int64_t y) {
+    return rewriter.createOrFold<arith::DivUIOp>(loc, x, c(y));
+  };
+  auto rem = [&](Value x, int64_t y) {
+    return rewriter.createOrFold<arith::RemUIOp>(loc, x, c(y));
+  };
   auto mul = [&](Value x, int64_t y) { return rewriter.createOrFold<arith::MulIOp>(loc, x, c(y)); };
   int64_t k = pa.cols, n = pb.cols;
   Value waveRow = waveRowBase(rewriter, loc, layout, w.waveM);
@@ -1276,7 +1341,8 @@ Value DotOnGpu::onFmas(ConversionPatternRewriter &rewriter, Location loc, const 
           // __nv_fmaf / __ocml_fma_f32 from device libraries.
           sum = isa<FloatType>(accElement)
                     ? Value(LLVM::FMAOp::create(b, loc, x, y, sum))
-                    : Value(b.createOrFold<arith::AddIOp>(loc, b.createOrFold<arith::MulIOp>(loc, x, y), sum));
+                    : Value(b.createOrFold<arith::AddIOp>(
+                          loc, b.createOrFold<arith::MulIOp>(loc, x, y), sum));
           sums = vector::InsertOp::create(b, loc, sum, sums, ArrayRef<int64_t>{e});
         }
         scf::YieldOp::create(b, loc, sums);

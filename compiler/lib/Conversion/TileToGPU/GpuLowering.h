@@ -211,8 +211,8 @@ public:
 class MatrixPlaces {
 public:
   MatrixPlaces(OpBuilder &b, Location loc, const Distribution &dist, const MatrixLayout &layout);
-  /// (row, col) as i32 of element `index` of the thread's share, at the builder's insertion point (which the
-  /// constructor's must dominate).
+  /// (row, col) as i32 of element `index` of the thread's share, at the builder's insertion point
+  /// (which the constructor's must dominate).
   std::pair<Value, Value> at(OpBuilder &b, Location loc, int64_t index) const;
 
 private:

@@ -134,7 +134,8 @@ WaveCoordinates mlir::tile::gpu_lowering::waveCoordinates(OpBuilder &b, Location
   Value lane = b.createOrFold<arith::RemUIOp>(loc, dist.threadId, waveSize);
   Value wave = b.createOrFold<arith::DivUIOp>(loc, dist.threadId, waveSize);
   Value n = i32Constant(b, loc, layout.warpsN);
-  return {lane, b.createOrFold<arith::DivUIOp>(loc, wave, n), b.createOrFold<arith::RemUIOp>(loc, wave, n)};
+  return {lane, b.createOrFold<arith::DivUIOp>(loc, wave, n),
+          b.createOrFold<arith::RemUIOp>(loc, wave, n)};
 }
 
 std::pair<Value, Value> AccumulatorTile::coordinates(OpBuilder &b, Location loc, Value lane,
@@ -169,18 +170,21 @@ Value mlir::tile::gpu_lowering::waveRowBase(OpBuilder &b, Location loc, const Ma
   auto c = [&](int64_t v) { return i32Constant(b, loc, v); };
   if (group == 1)
     return b.createOrFold<arith::MulIOp>(loc, waveM, c(layout.rows / layout.warpsM));
-  Value band = b.createOrFold<arith::MulIOp>(loc, b.createOrFold<arith::DivUIOp>(loc, waveM, c(group)),
-                                     c(layout.rows / (layout.warpsM / group)));
-  Value slice = b.createOrFold<arith::MulIOp>(loc, b.createOrFold<arith::RemUIOp>(loc, waveM, c(group)),
-                                      c(layout.tile.tileM));
+  Value band =
+      b.createOrFold<arith::MulIOp>(loc, b.createOrFold<arith::DivUIOp>(loc, waveM, c(group)),
+                                    c(layout.rows / (layout.warpsM / group)));
+  Value slice = b.createOrFold<arith::MulIOp>(
+      loc, b.createOrFold<arith::RemUIOp>(loc, waveM, c(group)), c(layout.tile.tileM));
   return b.createOrFold<arith::AddIOp>(loc, band, slice);
 }
 
-MatrixPlaces::MatrixPlaces(OpBuilder &b, Location loc, const Distribution &dist, const MatrixLayout &layout)
+MatrixPlaces::MatrixPlaces(OpBuilder &b, Location loc, const Distribution &dist,
+                           const MatrixLayout &layout)
     : layout(layout) {
   WaveCoordinates w = waveCoordinates(b, loc, dist, layout);
   waveRow = waveRowBase(b, loc, layout, w.waveM);
-  waveCol = b.createOrFold<arith::MulIOp>(loc, w.waveN, i32Constant(b, loc, layout.cols / layout.warpsN));
+  waveCol =
+      b.createOrFold<arith::MulIOp>(loc, w.waveN, i32Constant(b, loc, layout.cols / layout.warpsN));
   for (int64_t j = 0; j < layout.tile.perLane; ++j)
     inTile.push_back(layout.tile.coordinates(b, loc, w.lane, j));
 }
@@ -258,7 +262,8 @@ struct AffineBlockMaterialization : ConversionPattern {
       if (mask) {
         scalar = arith::ConstantIntOp::create(rewriter, loc, 1, 1);
         auto below = [&](Value index, Value bound) {
-          scalar = rewriter.createOrFold<arith::AndIOp>(loc, scalar,
+          scalar = rewriter.createOrFold<arith::AndIOp>(
+              loc, scalar,
               rewriter.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, index, bound));
         };
         for (Value bound : rowBounds)
@@ -266,9 +271,11 @@ struct AffineBlockMaterialization : ConversionPattern {
         for (Value bound : colBounds)
           below(col, bound);
       } else {
-        Value at = rewriter.createOrFold<arith::AddIOp>(loc, offset,
-            rewriter.createOrFold<arith::AddIOp>(loc, rewriter.createOrFold<arith::MulIOp>(loc, row, rowStride),
-                                  rewriter.createOrFold<arith::MulIOp>(loc, col, colStride)));
+        Value at = rewriter.createOrFold<arith::AddIOp>(
+            loc, offset,
+            rewriter.createOrFold<arith::AddIOp>(
+                loc, rewriter.createOrFold<arith::MulIOp>(loc, row, rowStride),
+                rewriter.createOrFold<arith::MulIOp>(loc, col, colStride)));
         if (pointer) {
           Value base = remap(lanes->basePtr);
           Type pointee = getTypeConverter()->convertType(getPointeeType(type));

@@ -24,7 +24,8 @@ LogicalResult requireNvidia(Operation *op, const Distribution &dist) {
 }
 
 void onThreadZero(OpBuilder &b, Location loc, const Distribution &dist, function_ref<void(OpBuilder &, Location)> body) {
-  Value first = b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, dist.threadId, i32Constant(b, loc, 0));
+  Value first = b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, dist.threadId,
+                                              i32Constant(b, loc, 0));
   scf::IfOp::create(b, loc, first, [&](OpBuilder &b, Location loc) {
     body(b, loc);
     scf::YieldOp::create(b, loc);

@@ -41,13 +41,14 @@ Value SharedLayout::offset(OpBuilder &b, Location loc, Value outerIndex, Value i
   Value within = chunked() ? b.createOrFold<arith::RemUIOp>(loc, innerIndex, c(chunk)) : innerIndex;
   Value unit = b.createOrFold<arith::DivUIOp>(loc, within, c(vec));
   if (maxPhase > 1) {
-    Value phase = b.createOrFold<arith::RemUIOp>(loc, b.createOrFold<arith::DivUIOp>(loc, outerIndex, c(perPhase)), c(maxPhase));
+    Value phase = b.createOrFold<arith::RemUIOp>(
+        loc, b.createOrFold<arith::DivUIOp>(loc, outerIndex, c(perPhase)), c(maxPhase));
     unit = b.createOrFold<arith::XOrIOp>(loc, unit, phase);
   }
   Value rowStart = b.createOrFold<arith::MulIOp>(loc, outerIndex, c(rowLength));
   if (chunked()) {
-    Value chunkStart = b.createOrFold<arith::MulIOp>(loc, b.createOrFold<arith::DivUIOp>(loc, innerIndex, c(chunk)),
-                                             c(outer * chunk));
+    Value chunkStart = b.createOrFold<arith::MulIOp>(
+        loc, b.createOrFold<arith::DivUIOp>(loc, innerIndex, c(chunk)), c(outer * chunk));
     rowStart = b.createOrFold<arith::AddIOp>(loc, chunkStart, rowStart);
   }
   return place(b, loc, rowStart, unit, innerIndex);
@@ -57,7 +58,8 @@ Value SharedLayout::place(OpBuilder &b, Location loc, Value rowStart, Value unit
                           Value innerIndex) const {
   auto c = [&](int64_t v) { return i32Constant(b, loc, v); };
   Value within = b.createOrFold<arith::RemUIOp>(loc, innerIndex, c(vec));
-  Value column = b.createOrFold<arith::AddIOp>(loc, b.createOrFold<arith::MulIOp>(loc, unit, c(vec)), within);
+  Value column =
+      b.createOrFold<arith::AddIOp>(loc, b.createOrFold<arith::MulIOp>(loc, unit, c(vec)), within);
   return b.createOrFold<arith::AddIOp>(loc, rowStart, column);
 }
 
@@ -68,11 +70,13 @@ Value SharedLayout::offsetFrom(OpBuilder &b, Location loc, Value outerBase, int6
     return offset(b, loc, b.createOrFold<arith::AddIOp>(loc, outerBase, c(step)), innerIndex);
   // outerBase / perPhase is a multiple of multiple / perPhase, which step / perPhase is
   // below: their sum's bits are disjoint, so its phase is the XOR of their phases.
-  Value phase = b.createOrFold<arith::RemUIOp>(loc, b.createOrFold<arith::DivUIOp>(loc, outerBase, c(perPhase)), c(maxPhase));
-  Value unit = b.createOrFold<arith::XOrIOp>(loc, b.createOrFold<arith::DivUIOp>(loc, innerIndex, c(vec)), phase);
+  Value phase = b.createOrFold<arith::RemUIOp>(
+      loc, b.createOrFold<arith::DivUIOp>(loc, outerBase, c(perPhase)), c(maxPhase));
+  Value unit = b.createOrFold<arith::XOrIOp>(
+      loc, b.createOrFold<arith::DivUIOp>(loc, innerIndex, c(vec)), phase);
   if (int64_t stepPhase = step / perPhase % maxPhase)
     unit = b.createOrFold<arith::XOrIOp>(loc, unit, c(stepPhase));
-  Value row = b.createOrFold<arith::AddIOp>(loc, b.createOrFold<arith::MulIOp>(loc, outerBase, c(inner)),
-                                    c(step * inner));
+  Value row = b.createOrFold<arith::AddIOp>(
+      loc, b.createOrFold<arith::MulIOp>(loc, outerBase, c(inner)), c(step * inner));
   return place(b, loc, row, unit, innerIndex);
 }

@@ -109,18 +109,26 @@ bool storeByWarpgroups(StoreOp op, Value value, ConversionPatternRewriter &rewri
   Value barrier = rewriter.createOrFold<arith::AddIOp>(loc, group, c(2));
   auto syncWarpgroup = [&] { inlinePtx(rewriter, loc, "bar.sync $0, 128;", 0, "r", ValueRange{barrier}, {}); };
   // The first thread of each warpgroup issues and waits for its stores.
-  auto onLead = [&](OpBuilder &b, Location l, llvm::function_ref<void(OpBuilder &, Location)> body) {
-    Value leads = b.createOrFold<arith::CmpIOp>(l, arith::CmpIPredicate::eq,
-        b.createOrFold<arith::RemUIOp>(l, dist.threadId, i32Constant(b, l, kWarpgroupThreads)), i32Constant(b, l, 0));
+  auto onLead = [&](OpBuilder &b, Location l,
+                    llvm::function_ref<void(OpBuilder &, Location)> body) {
+    Value leads = b.createOrFold<arith::CmpIOp>(
+        l, arith::CmpIPredicate::eq,
+        b.createOrFold<arith::RemUIOp>(l, dist.threadId, i32Constant(b, l, kWarpgroupThreads)),
+        i32Constant(b, l, 0));
     scf::IfOp::create(b, l, leads, [&](OpBuilder &then, Location at) {
       body(then, at);
       scf::YieldOp::create(then, at);
     });
   };
-  Value inner = rewriter.createOrFold<arith::TruncIOp>(loc, i32, store.inner.materialize(rewriter, loc, remap));
-  Value outer = rewriter.createOrFold<arith::AddIOp>(loc, rewriter.createOrFold<arith::TruncIOp>(loc, i32, store.outer.materialize(rewriter, loc, remap)),
+  Value inner = rewriter.createOrFold<arith::TruncIOp>(
+      loc, i32, store.inner.materialize(rewriter, loc, remap));
+  Value outer = rewriter.createOrFold<arith::AddIOp>(
+      loc,
+      rewriter.createOrFold<arith::TruncIOp>(loc, i32,
+                                             store.outer.materialize(rewriter, loc, remap)),
       rewriter.createOrFold<arith::MulIOp>(loc, group, c(bandRows)));
-  Value groupBuffers = rewriter.createOrFold<arith::MulIOp>(loc, group, c(kWarpgroupStoreBuffers * boxElements));
+  Value groupBuffers =
+      rewriter.createOrFold<arith::MulIOp>(loc, group, c(kWarpgroupStoreBuffers * boxElements));
   int64_t colBoxes = layout.cols / boxCols;
   // The results leave the registers by stmatrix, four 8x8 matrices (two column tiles of
   // the accumulator, rows 0-7 and 8-15 of each) per instruction where st.shared writes
@@ -128,13 +136,21 @@ bool storeByWarpgroups(StoreOp op, Value value, ConversionPatternRewriter &rewri
   // of matrix k's rows; a lane's own pair of a tile sits at row lane / 4 and column
   // 2 * (lane % 4), so its address is its pair's, shifted by these.
   Value lane = rewriter.createOrFold<arith::RemUIOp>(loc, dist.threadId, c(32));
-  auto divC = [&](Value v, int64_t d) { return rewriter.createOrFold<arith::DivUIOp>(loc, v, c(d)); };
-  auto remC = [&](Value v, int64_t d) { return rewriter.createOrFold<arith::RemUIOp>(loc, v, c(d)); };
-  auto mulC = [&](Value v, int64_t m) { return rewriter.createOrFold<arith::MulIOp>(loc, v, c(m)); };
-  Value rowShift = rewriter.createOrFold<arith::SubIOp>(loc, rewriter.createOrFold<arith::AddIOp>(loc, remC(lane, 8), mulC(remC(divC(lane, 8), 2), 8)),
+  auto divC = [&](Value v, int64_t d) {
+    return rewriter.createOrFold<arith::DivUIOp>(loc, v, c(d));
+  };
+  auto remC = [&](Value v, int64_t d) {
+    return rewriter.createOrFold<arith::RemUIOp>(loc, v, c(d));
+  };
+  auto mulC = [&](Value v, int64_t m) {
+    return rewriter.createOrFold<arith::MulIOp>(loc, v, c(m));
+  };
+  Value rowShift = rewriter.createOrFold<arith::SubIOp>(
+      loc,
+      rewriter.createOrFold<arith::AddIOp>(loc, remC(lane, 8), mulC(remC(divC(lane, 8), 2), 8)),
       divC(lane, 4));
-  Value colShift =
-      rewriter.createOrFold<arith::SubIOp>(loc, mulC(divC(lane, 16), layout.tile.tileN), mulC(remC(lane, 4), 2));
+  Value colShift = rewriter.createOrFold<arith::SubIOp>(
+      loc, mulC(divC(lane, 16), layout.tile.tileN), mulC(remC(lane, 4), 2));
   // The results as the 32-bit pairs stmatrix takes: what a deferred staging carries to
   // the next tile (deferEpilogueStaging).
   Value pairs = vector::BitCastOp::create(
@@ -145,8 +161,8 @@ bool storeByWarpgroups(StoreOp op, Value value, ConversionPatternRewriter &rewri
     staging->setAttr(kDeferrableEpilogueAttr, rewriter.getI64IntegerAttr(box));
     OpBuilder::InsertionGuard boxGuard(rewriter);
     rewriter.setInsertionPointToStart(rewriter.createBlock(&staging.getRegion()));
-    Value buffer = rewriter.createOrFold<arith::AddIOp>(loc, groupBuffers,
-                                         c(box % kWarpgroupStoreBuffers * boxElements));
+    Value buffer = rewriter.createOrFold<arith::AddIOp>(
+        loc, groupBuffers, c(box % kWarpgroupStoreBuffers * boxElements));
     // The store that last read this buffer (the one before the newest) is done with it.
     onLead(rewriter, loc, [&](OpBuilder &b, Location l) {
       inlinePtx(b, l, "cp.async.bulk.wait_group.read " + std::to_string(kWarpgroupStoreBuffers - 1) + ";", 0, "",
@@ -159,11 +175,12 @@ bool storeByWarpgroups(StoreOp op, Value value, ConversionPatternRewriter &rewri
     for (int64_t tile = firstTile; tile < firstTile + boxTiles; tile += 2) {
       int64_t e = tile * layout.tile.perLane;
       auto [row, col] = places.at(rewriter, loc, e);
-      Value boxRow = rewriter.createOrFold<arith::RemUIOp>(loc, rewriter.createOrFold<arith::AddIOp>(loc, row, rowShift),
-                                            c(boxRows));
-      Value boxCol = rewriter.createOrFold<arith::SubIOp>(loc, rewriter.createOrFold<arith::AddIOp>(loc, col, colShift),
-                                           c(firstCol));
-      Value at = rewriter.createOrFold<arith::AddIOp>(loc, buffer, swizzled.offset(rewriter, loc, boxRow, boxCol));
+      Value boxRow = rewriter.createOrFold<arith::RemUIOp>(
+          loc, rewriter.createOrFold<arith::AddIOp>(loc, row, rowShift), c(boxRows));
+      Value boxCol = rewriter.createOrFold<arith::SubIOp>(
+          loc, rewriter.createOrFold<arith::AddIOp>(loc, col, colShift), c(firstCol));
+      Value at = rewriter.createOrFold<arith::AddIOp>(
+          loc, buffer, swizzled.offset(rewriter, loc, boxRow, boxCol));
       // Matrix k of the four: rows 0-7 (k even) or 8-15 of column tile k / 2, the
       // lane's pair of row lane / 4 (or lane / 4 + 8) in the accumulator's order.
       SmallVector<Value> operands{elementAt(rewriter, loc, at)};
@@ -287,7 +304,9 @@ bool mlir::tile::gpu_lowering::storeThroughShared(StoreOp op, Value value, Conve
   auto at = [&](OpBuilder &b, Location l, Value row, Value col) {
     if (bulkStore)
       return elementAt(b, l, swizzled.offset(b, l, row, col));
-    return elementAt(b, l, b.createOrFold<arith::AddIOp>(l, b.createOrFold<arith::MulIOp>(l, row, i32Constant(b, l, pitch)), col));
+    return elementAt(b, l,
+                     b.createOrFold<arith::AddIOp>(
+                         l, b.createOrFold<arith::MulIOp>(l, row, i32Constant(b, l, pitch)), col));
   };
   auto remap = [&](Value v) { return rewriter.getRemappedValue(v); };
   auto isFirstThread = [&] {
@@ -322,11 +341,14 @@ bool mlir::tile::gpu_lowering::storeThroughShared(StoreOp op, Value value, Conve
       inlinePtx(rewriter, loc, "fence.proxy.async.shared::cta;", 0, "", {}, {});
       gpu::BarrierOp::create(rewriter, loc);
       const BulkCopyOperand &store = *bulkStore;
-      Value inner = rewriter.createOrFold<arith::TruncIOp>(loc, i32, store.inner.materialize(rewriter, loc, remap));
-      Value outer = rewriter.createOrFold<arith::TruncIOp>(loc, i32, store.outer.materialize(rewriter, loc, remap));
+      Value inner = rewriter.createOrFold<arith::TruncIOp>(
+          loc, i32, store.inner.materialize(rewriter, loc, remap));
+      Value outer = rewriter.createOrFold<arith::TruncIOp>(
+          loc, i32, store.outer.materialize(rewriter, loc, remap));
       scf::IfOp::create(rewriter, loc, isFirstThread(), [&](OpBuilder &b, Location l) {
         for (int64_t box = 0; box < store.boxes; ++box) {
-          Value boxInner = b.createOrFold<arith::AddIOp>(l, inner, i32Constant(b, l, firstCol + box * store.boxInner));
+          Value boxInner = b.createOrFold<arith::AddIOp>(
+              l, inner, i32Constant(b, l, firstCol + box * store.boxInner));
           storeBox(b, l, store.map, boxInner, outer,
                    elementAt(b, l, i32Constant(b, l, box * store.boxInner * store.boxOuter)));
         }
@@ -338,8 +360,10 @@ bool mlir::tile::gpu_lowering::storeThroughShared(StoreOp op, Value value, Conve
     gpu::BarrierOp::create(rewriter, loc);
     Value validRows = c(layout.rows), validCols = c(layout.cols);
     if (bounds) {
-      validRows = rewriter.createOrFold<arith::TruncIOp>(loc, i32, validLanes(rewriter, loc, *bounds, 0, layout.rows));
-      validCols = rewriter.createOrFold<arith::TruncIOp>(loc, i32, validLanes(rewriter, loc, *bounds, 1, layout.cols));
+      validRows = rewriter.createOrFold<arith::TruncIOp>(
+          loc, i32, validLanes(rewriter, loc, *bounds, 0, layout.rows));
+      validCols = rewriter.createOrFold<arith::TruncIOp>(
+          loc, i32, validLanes(rewriter, loc, *bounds, 1, layout.cols));
     }
     Value base = offsetBase(rewriter, loc, *lanes, element);
     Value rowStride = lanes->strides[0].materialize(rewriter, loc, remap);
@@ -348,17 +372,23 @@ bool mlir::tile::gpu_lowering::storeThroughShared(StoreOp op, Value value, Conve
     for (int64_t first = 0; first < pieces; first += dist.threads) {
       Value piece = rewriter.createOrFold<arith::AddIOp>(loc, dist.threadId, c(first));
       Value row = rewriter.createOrFold<arith::DivUIOp>(loc, piece, c(piecesPerRow));
-      Value col = rewriter.createOrFold<arith::MulIOp>(loc, rewriter.createOrFold<arith::RemUIOp>(loc, piece, c(piecesPerRow)),
-                                        c(per16));
+      Value col = rewriter.createOrFold<arith::MulIOp>(
+          loc, rewriter.createOrFold<arith::RemUIOp>(loc, piece, c(piecesPerRow)), c(per16));
       Value matrixCol = rewriter.createOrFold<arith::AddIOp>(loc, col, c(firstCol));
-      Value on = rewriter.createOrFold<arith::AndIOp>(loc, rewriter.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, row, validRows),
-          rewriter.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, matrixCol, validCols));
+      Value on = rewriter.createOrFold<arith::AndIOp>(
+          loc, rewriter.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, row, validRows),
+          rewriter.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, matrixCol,
+                                               validCols));
       if (first + dist.threads > pieces)
-        on = rewriter.createOrFold<arith::AndIOp>(loc, on,
-                                   rewriter.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, piece, c(pieces)));
+        on = rewriter.createOrFold<arith::AndIOp>(
+            loc, on,
+            rewriter.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, piece, c(pieces)));
       scf::IfOp::create(rewriter, loc, on, [&](OpBuilder &b, Location l) {
         Value data = LLVM::LoadOp::create(b, l, pieceType, at(b, l, row, col), 16);
-        Value offset = b.createOrFold<arith::AddIOp>(l, b.createOrFold<arith::MulIOp>(l, b.createOrFold<arith::ExtUIOp>(l, i64, row), rowStride),
+        Value offset = b.createOrFold<arith::AddIOp>(
+            l,
+            b.createOrFold<arith::MulIOp>(l, b.createOrFold<arith::ExtUIOp>(l, i64, row),
+                                          rowStride),
             b.createOrFold<arith::ExtUIOp>(l, i64, matrixCol));
         Value ptr = LLVM::GEPOp::create(b, l, base.getType(), element, base, ArrayRef<LLVM::GEPArg>{offset});
         LLVM::StoreOp::create(b, l, data, ptr, 16);

@@ -25,9 +25,10 @@ using namespace mlir::tile::gpu_lowering;
 Value mlir::tile::gpu_lowering::isAligned(OpBuilder &b, Location loc, Value ptr, int64_t bytes) {
   Type i64 = b.getI64Type();
   Value address = LLVM::PtrToIntOp::create(b, loc, i64, ptr);
-  Value low = b.createOrFold<arith::AndIOp>(loc, address, arith::ConstantIntOp::create(b, loc, i64, bytes - 1));
+  Value low = b.createOrFold<arith::AndIOp>(loc, address,
+                                            arith::ConstantIntOp::create(b, loc, i64, bytes - 1));
   return b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, low,
-                               arith::ConstantIntOp::create(b, loc, i64, 0));
+                                       arith::ConstantIntOp::create(b, loc, i64, 0));
 }
 
 // Runs move in and out of a thread's vector by shuffles, which every GPU conversion
@@ -66,12 +67,13 @@ namespace {
 Value runStart(OpBuilder &b, Location loc, const Distribution &dist, const ThreadLayout &layout,
                int64_t rep) {
   Type i32 = b.getI32Type();
-  Value first = b.createOrFold<arith::MulIOp>(loc, dist.threadId,
-                                      arith::ConstantIntOp::create(b, loc, i32, layout.vec));
-  first = b.createOrFold<arith::AddIOp>(loc, first, arith::ConstantIntOp::create(b, loc, i32, rep * layout.threads * layout.vec));
+  Value first = b.createOrFold<arith::MulIOp>(
+      loc, dist.threadId, arith::ConstantIntOp::create(b, loc, i32, layout.vec));
+  first = b.createOrFold<arith::AddIOp>(
+      loc, first, arith::ConstantIntOp::create(b, loc, i32, rep * layout.threads * layout.vec));
   if (layout.wraps())
     first = b.createOrFold<arith::RemUIOp>(loc, first,
-                                   arith::ConstantIntOp::create(b, loc, i32, layout.size));
+                                           arith::ConstantIntOp::create(b, loc, i32, layout.size));
   return first;
 }
 
@@ -104,10 +106,12 @@ struct MakeRangeLowering : DistributedPattern<MakeRangeOp> {
     auto type = VectorType::get({layout.perThread()}, rewriter.getI32Type());
     Value result = arith::ConstantOp::create(rewriter, loc, type, rewriter.getZeroAttr(type));
     for (int64_t rep = 0; rep < layout.reps; ++rep) {
-      Value start = rewriter.createOrFold<arith::AddIOp>(loc, runStart(rewriter, loc, dist, layout, rep),
+      Value start = rewriter.createOrFold<arith::AddIOp>(
+          loc, runStart(rewriter, loc, dist, layout, rep),
           arith::ConstantIntOp::create(rewriter, loc, rewriter.getI32Type(), op.getStart()));
       for (int64_t v = 0; v < layout.vec; ++v) {
-        Value element = rewriter.createOrFold<arith::AddIOp>(loc, start, arith::ConstantIntOp::create(rewriter, loc, rewriter.getI32Type(), v));
+        Value element = rewriter.createOrFold<arith::AddIOp>(
+            loc, start, arith::ConstantIntOp::create(rewriter, loc, rewriter.getI32Type(), v));
         result = vector::InsertOp::create(rewriter, loc, element, result,
                                           ArrayRef<int64_t>{rep * layout.vec + v});
       }
@@ -176,14 +180,15 @@ std::optional<SmallVector<Run>> contiguousRuns(ConversionPatternRewriter &rewrit
   for (int64_t rep = 0; rep < layout.reps; ++rep) {
     Run run;
     run.first = rep * layout.vec;
-    Value start = rewriter.createOrFold<arith::ExtUIOp>(loc, i64, runStart(rewriter, loc, dist, layout, rep));
+    Value start =
+        rewriter.createOrFold<arith::ExtUIOp>(loc, i64, runStart(rewriter, loc, dist, layout, rep));
     run.ptr = LLVM::GEPOp::create(rewriter, loc, base.getType(), element, base,
                                   ArrayRef<LLVM::GEPArg>{start});
     if (mask) {
       run.mask = sliceOf(rewriter, loc, mask, run.first, layout.vec);
       if (valid) {
-        Value end = rewriter.createOrFold<arith::AddIOp>(loc, start,
-                                          arith::ConstantIntOp::create(rewriter, loc, i64, layout.vec));
+        Value end = rewriter.createOrFold<arith::AddIOp>(
+            loc, start, arith::ConstantIntOp::create(rewriter, loc, i64, layout.vec));
         run.full = rewriter.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::sle, end, valid);
       } else {
         run.full = vector::ReductionOp::create(rewriter, loc, vector::CombiningKind::AND, run.mask);
@@ -339,7 +344,8 @@ Value LoadLowering::loadRowInvariant(LoadOp op, OpAdaptor adaptor,
   auto inBounds = [&](OpBuilder &b, Location l, Value col) {
     Value on = arith::ConstantIntOp::create(b, l, 1, 1);
     for (Value bound : colBounds)
-      on = b.createOrFold<arith::AndIOp>(l, on, b.createOrFold<arith::CmpIOp>(l, arith::CmpIPredicate::slt, col, bound));
+      on = b.createOrFold<arith::AndIOp>(
+          l, on, b.createOrFold<arith::CmpIOp>(l, arith::CmpIPredicate::slt, col, bound));
     return on;
   };
   Value zeros = arith::ConstantOp::create(rewriter, loc, vectorType, rewriter.getZeroAttr(vectorType));
@@ -357,8 +363,9 @@ Value LoadLowering::loadRowInvariant(LoadOp op, OpAdaptor adaptor,
           auto [row, col32] = places.at(b, l, rn * perLane + j);
           Value col = b.createOrFold<arith::ExtUIOp>(l, i64, col32);
           Value on = inBounds(b, l, col);
-          Value at = b.createOrFold<arith::SelectOp>(l, on, b.createOrFold<arith::MulIOp>(l, col, colStride),
-                                             arith::ConstantIntOp::create(b, l, i64, 0));
+          Value at = b.createOrFold<arith::SelectOp>(
+              l, on, b.createOrFold<arith::MulIOp>(l, col, colStride),
+              arith::ConstantIntOp::create(b, l, i64, 0));
           Value ptr = LLVM::GEPOp::create(b, l, base.getType(), element, base, ArrayRef<LLVM::GEPArg>{at});
           Value read = LLVM::LoadOp::create(b, l, element, ptr, elementBytes(element));
           value = b.createOrFold<arith::SelectOp>(l, on, read, zero);
@@ -454,8 +461,9 @@ bool StoreLowering::storeRowRuns(StoreOp op, OpAdaptor adaptor, ConversionPatter
   Value unitColumns;
   if (lanes->strides[1].getConstant() != 1) {
     Value stride = lanes->strides[1].materialize(rewriter, loc, [&](Value v) { return rewriter.getRemappedValue(v); });
-    unitColumns = rewriter.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, stride,
-                                        arith::ConstantIntOp::create(rewriter, loc, rewriter.getI64Type(), 1));
+    unitColumns = rewriter.createOrFold<arith::CmpIOp>(
+        loc, arith::CmpIPredicate::eq, stride,
+        arith::ConstantIntOp::create(rewriter, loc, rewriter.getI64Type(), 1));
   }
   // Mask bits are taken one by one: shuffles and reductions of i1 vectors go through
   // scratch memory on AMDGPU.
@@ -527,14 +535,18 @@ void StoreLowering::storeExchangedRuns(ConversionPatternRewriter &rewriter, Loca
   auto element = cast<VectorType>(value.getType()).getElementType();
   unsigned bits = element.getIntOrFloatBitWidth();
   Type i32 = rewriter.getI32Type();
-  Value lane = rewriter.createOrFold<arith::RemUIOp>(loc, dist.threadId, i32Constant(rewriter, loc, dist.arch.waveSize));
-  Value upper = rewriter.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::uge, lane, i32Constant(rewriter, loc, 16));
+  Value lane = rewriter.createOrFold<arith::RemUIOp>(
+      loc, dist.threadId, i32Constant(rewriter, loc, dist.arch.waveSize));
+  Value upper = rewriter.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::uge, lane,
+                                                     i32Constant(rewriter, loc, 16));
   auto asWord = [&](Value v) -> Value {
     Value asInt = rewriter.createOrFold<arith::BitcastOp>(loc, rewriter.getIntegerType(bits), v);
     return bits == 32 ? asInt : rewriter.createOrFold<arith::ExtUIOp>(loc, i32, asInt);
   };
   auto fromWord = [&](Value w) -> Value {
-    Value asInt = bits == 32 ? w : rewriter.createOrFold<arith::TruncIOp>(loc, rewriter.getIntegerType(bits), w);
+    Value asInt =
+        bits == 32 ? w
+                   : rewriter.createOrFold<arith::TruncIOp>(loc, rewriter.getIntegerType(bits), w);
     return rewriter.createOrFold<arith::BitcastOp>(loc, element, asInt);
   };
   // Lane i of each half reads lane i of the other half.
@@ -548,7 +560,9 @@ void StoreLowering::storeExchangedRuns(ConversionPatternRewriter &rewriter, Loca
                       .getResult(0);
     return fromWord(other);
   };
-  auto pick = [&](Value high, Value low) { return rewriter.createOrFold<arith::SelectOp>(loc, upper, high, low); };
+  auto pick = [&](Value high, Value low) {
+    return rewriter.createOrFold<arith::SelectOp>(loc, upper, high, low);
+  };
   for (int64_t first = 0; first < layout.perThread(); first += layout.tile.perLane) {
     auto own = [&](int64_t j) { return vector::ExtractOp::create(rewriter, loc, value, ArrayRef<int64_t>{first + j}).getResult(); };
     Value received[4];

@@ -56,7 +56,7 @@ bool mlir::tile::gpu_lowering::splitProducerWarpgroup(Operation *func, Value thr
   Location loc = producer.getLoc();
   OpBuilder b(unit);
   Value isProducer = b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::uge, threadId,
-                                           i32Constant(b, loc, consumerThreads));
+                                                   i32Constant(b, loc, consumerThreads));
   auto split = scf::IfOp::create(b, loc, isProducer, /*withElseRegion=*/true);
   Block *then = split.thenBlock(), *otherwise = split.elseBlock();
   // The producer hands registers to the consumers (setmaxnreg, as CUTLASS's Hopper

@@ -116,10 +116,13 @@ Value mlir::tile::gpu_lowering::warpgroupMultiply(OpBuilder &b, Location loc, co
     const SharedLayout &shared = operand.shared;
     int64_t rowBytes = shared.chunk * operand.elementBytes;
     Value start = LLVM::PtrToIntOp::create(b, loc, i32, operand.buffer);
-    start = b.createOrFold<arith::AddIOp>(loc, start,
-                                  b.createOrFold<arith::MulIOp>(loc, operand.slotBase, c32(operand.elementBytes)));
-    Value field = b.createOrFold<arith::ExtUIOp>(loc, i64, b.createOrFold<arith::AndIOp>(loc, b.createOrFold<arith::ShRUIOp>(loc, start, c32(4)),
-                                                        c32(0x3FFF)));
+    start = b.createOrFold<arith::AddIOp>(
+        loc, start,
+        b.createOrFold<arith::MulIOp>(loc, operand.slotBase, c32(operand.elementBytes)));
+    Value field = b.createOrFold<arith::ExtUIOp>(
+        loc, i64,
+        b.createOrFold<arith::AndIOp>(loc, b.createOrFold<arith::ShRUIOp>(loc, start, c32(4)),
+                                      c32(0x3FFF)));
     // K-major: the leading offset is unused with swizzling (1 by convention), the
     // stride is that of 8-row groups. M/N-major: the leading offset steps from one
     // chunk of rows to the next along M or N, the stride from 8 k rows to the next.
@@ -140,15 +143,20 @@ Value mlir::tile::gpu_lowering::warpgroupMultiply(OpBuilder &b, Location loc, co
   };
   Value aBase = descriptorBase(a), bBase = descriptorBase(bOperand);
   // The warpgroup's first row, in the rows of the a tile: its band of the layout.
-  Value warpgroup = b.createOrFold<arith::DivUIOp>(loc, dist.threadId, c32(kWarpgroupWarps * dist.arch.waveSize));
+  Value warpgroup =
+      b.createOrFold<arith::DivUIOp>(loc, dist.threadId, c32(kWarpgroupWarps * dist.arch.waveSize));
   int64_t bandRows = layout.rows / (layout.warpsM / kWarpgroupWarps);
   int64_t rowBytes = a.shared.chunk * a.elementBytes;
   // Rows of a band start at whole atom groups: (band * rows) is the same offset in
   // every chunk, K-major, or whole chunks of rows, M-major.
-  Value bandOffset = a.kInner ? b.createOrFold<arith::MulIOp>(loc, warpgroup, c32(bandRows * rowBytes))
-                              : b.createOrFold<arith::MulIOp>(loc, warpgroup, c32(bandRows / a.shared.chunk *
-                                                                              a.shared.outer * rowBytes));
-  aBase = b.createOrFold<arith::AddIOp>(loc, aBase, b.createOrFold<arith::ExtUIOp>(loc, i64, b.createOrFold<arith::ShRUIOp>(loc, bandOffset, c32(4))));
+  Value bandOffset =
+      a.kInner ? b.createOrFold<arith::MulIOp>(loc, warpgroup, c32(bandRows * rowBytes))
+               : b.createOrFold<arith::MulIOp>(
+                     loc, warpgroup, c32(bandRows / a.shared.chunk * a.shared.outer * rowBytes));
+  aBase = b.createOrFold<arith::AddIOp>(
+      loc, aBase,
+      b.createOrFold<arith::ExtUIOp>(loc, i64,
+                                     b.createOrFold<arith::ShRUIOp>(loc, bandOffset, c32(4))));
 
   int64_t n = layout.cols, perInstruction = layout.repN * layout.tile.perLane;
   std::string types = input.isBF16() ? ".f32.bf16.bf16" : ".f32.f16.f16";
@@ -162,7 +170,8 @@ Value mlir::tile::gpu_lowering::warpgroupMultiply(OpBuilder &b, Location loc, co
     int64_t kk = step * kInstructionK;
     Value bDesc = b.createOrFold<arith::AddIOp>(loc, bBase, c64(offsetOf(bOperand, 0, kk) >> 4));
     for (int64_t rm = 0; rm < layout.repM; ++rm) {
-      Value aDesc = b.createOrFold<arith::AddIOp>(loc, aBase, c64(offsetOf(a, rm * kInstructionRows, kk) >> 4));
+      Value aDesc = b.createOrFold<arith::AddIOp>(loc, aBase,
+                                                  c64(offsetOf(a, rm * kInstructionRows, kk) >> 4));
       int64_t first = rm * perInstruction;
       Value d = inlinePtx(b, loc, ptx, perInstruction, "l,l", ValueRange{aDesc, bDesc},
                           elementsOf(b, loc, result, first, perInstruction));
