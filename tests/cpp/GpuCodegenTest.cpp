@@ -506,9 +506,9 @@ TEST(GpuCodegen, TheConversionBuildsEachThreadsIndexArithmeticOnce) {
 
 TEST(GpuCodegen, NvidiaMatmulPtxAssemblesForEveryArch) {
   // PTX that declares an ISA version older than an instruction it uses is refused by
-  // ptxas and by the driver's compiler alike; masked copies (operands of any alignment)
-  // use cp.async's ignore-src, which needs PTX 7.5. (sm_90a's kernels are assembled in
-  // the warpgroup MMA tests.)
+  // ptxas and by the driver's compiler alike; the copies of whole 16-byte runs (sizes the
+  // caller proves multiples of 16) use cp.async's ignore-src, which needs PTX 7.5.
+  // (sm_90a's kernels are assembled in the warpgroup MMA tests.)
   if (!ptxasOnPath())
     GTEST_SKIP() << "no ptxas on PATH";
   for (const char *arch : {"sm_80", "sm_90"})

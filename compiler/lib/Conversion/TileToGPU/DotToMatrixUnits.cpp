@@ -370,8 +370,7 @@ struct LoadedRuns {
     SmallVector<Value> runs;
     for (size_t r = 0; r < keep.size(); ++r) {
       Value part = sliceOf(b, loc, data, int64_t(r) * run, run);
-      runs.push_back(keep[r] ? Value(b.createOrFold<arith::SelectOp>(loc, keep[r], part, zeros))
-                             : part);
+      runs.push_back(keep[r] ? b.createOrFold<arith::SelectOp>(loc, keep[r], part, zeros) : part);
     }
     return concat(b, loc, runs);
   }

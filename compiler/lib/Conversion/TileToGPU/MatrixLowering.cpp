@@ -284,7 +284,7 @@ struct AffineBlockMaterialization : ConversionPattern {
         } else {
           // With index_bits=64 the offsets are already i64: a same-width trunci is invalid.
           scalar = element.getIntOrFloatBitWidth() < 64
-                       ? Value(rewriter.createOrFold<arith::TruncIOp>(loc, element, at))
+                       ? rewriter.createOrFold<arith::TruncIOp>(loc, element, at)
                        : at;
         }
       }
