@@ -4,8 +4,8 @@ run and device; on CUDA also against Triton's tutorial matmul (when triton impor
 
     .venv/bin/python benchmarks/bench_matmul.py [--device cuda|cpu] [--dtype DTYPE]
         [--max-size N] [--shape M N K ...] [--quick] [--autotune]
-        CUDA only: [--samples S] [--batch-ms MS] [--skip-largest] [--no-triton]
-                   [--triton-mma-sync] [--include-launch-overhead]
+        CUDA only: [--samples S] [--batch-ms MS] [--warm-seconds S] [--skip-largest]
+                   [--no-triton] [--triton-mma-sync] [--include-launch-overhead]
 
 Shapes are (M, N, K): a is M x K, b is K x N. Runs on CUDA when torch sees a GPU, else on
 the CPU. Prints a table, writes results/bench_matmul_<device>_<dtype>[_autotuned][_quick]
@@ -29,7 +29,10 @@ epilogue and tile.matmul_leaky_relu. Per shape:
   1. parity, once: every candidate's output must be finite everywhere and within a
      dtype-dependent max|out - ref| / max|ref| of a float32 torch reference (per element,
      not a norm); a failure is flagged in the table and the JSON, and the run goes on;
-  2. timing (common.cuda_interleaved_times): --samples samples; in each, every candidate in
+  2. timing (common.cuda_interleaved_times): first --warm-seconds (default 5) of the
+     candidates' batches in turn, untimed, so that every shape's samples find the GPU as a
+     sustained workload keeps it (an H100 at its power limit), not cool from the parity
+     checks and compiles before them; then --samples samples; in each, every candidate in
      turn (order rotated per sample): 256 MB written to flush the L2, CUDA events around a
      batch of back-to-back calls (batch sized so the fastest candidate's batch lasts
      --batch-ms), time per call = elapsed / batch; no synchronization inside a batch. The
@@ -104,6 +107,8 @@ def parse_args():
     gpu = parser.add_argument_group("CUDA")
     gpu.add_argument("--samples", type=int,
                      help="interleaved samples per candidate (default 30; --quick: 5)")
+    gpu.add_argument("--warm-seconds", type=float, default=5.0,
+                     help="untimed load before each shape's samples (default 5; 0: none)")
     gpu.add_argument("--batch-ms", type=float,
                      help="the fastest candidate's batch lasts at least this (default 1.0; "
                           "--quick: 0.2)")
@@ -340,7 +345,8 @@ def measure_cuda(shape, dtype, device, args, triton_module):
     # Timing: the six candidates interleaved sample by sample.
     timed = {f"{op}/{role}": fn for op, fns in candidates.items() for role, fn in fns.items()}
     timing = cuda_interleaved_times(timed, device, args.samples, args.batch_ms * 1e-3,
-                                    hide_launch=not args.include_launch_overhead)
+                                    hide_launch=not args.include_launch_overhead,
+                                    warm_seconds=0.0 if args.quick else args.warm_seconds)
 
     rows = []
     seconds = {}
@@ -379,7 +385,7 @@ def measure_cuda(shape, dtype, device, args, triton_module):
         # 1.0: the epilogue is free; below 1, the fused op pays for it.
         fused["tile_fused_over_tile_matmul"] = plain["tile_s"] / fused["tile_s"]
     fused["tile_fused_over_torch_unfused"] = fused["tile_over_torch"]
-    timing_info = {key: timing[key] for key in ("hide_launch", "flush_bytes",
+    timing_info = {key: timing[key] for key in ("hide_launch", "flush_bytes", "warm_seconds",
                                                 "sleep_cycles_per_s")}
     return rows, timing_info
 

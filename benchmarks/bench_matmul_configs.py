@@ -2,7 +2,7 @@
 configs the defaults and the autotuning candidates should be.
 
     python3 benchmarks/bench_matmul_configs.py [--dtype float16|bfloat16|float32|int8]
-        [--shape M N K ...] [--configs FILE.json] [--samples S] [--batch-ms MS]
+        [--shape M N K ...] [--configs FILE.json] [--samples S] [--batch-ms MS] [--warm-seconds S]
         [--triton] [--triton-mma-sync]
 
 Each config (a dict of matmul knobs; those left out keep the default) is forced by making it
@@ -62,6 +62,9 @@ def parse_args():
     parser.add_argument("--configs", help="JSON file with a list of configs (default: built in)")
     parser.add_argument("--samples", type=int, default=7)
     parser.add_argument("--batch-ms", type=float, default=20.0)
+    parser.add_argument("--warm-seconds", type=float, default=5.0,
+                        help="untimed load before each config's samples: the first config of "
+                             "a run read 2-4%% lower against cuBLAS on a GPU cool from idling")
     parser.add_argument("--triton", action="store_true",
                         help="time Triton's tutorial kernel at each config as a second peer")
     parser.add_argument("--triton-mma-sync", action="store_true",
@@ -156,7 +159,8 @@ def main():
                     row["triton_parity_ok"], _ = parity(peer().clone(), a, b)
                     candidates["triton"] = peer
                 times = cuda_interleaved_times(candidates, device, args.samples,
-                                               args.batch_ms * 1e-3)["times"]
+                                               args.batch_ms * 1e-3,
+                                               warm_seconds=args.warm_seconds)["times"]
                 seconds = {role: statistics.median(t) for role, t in times.items()}
                 row.update(torch_tflops=flops / seconds["torch"] / 1e12,
                            tile_tflops=flops / seconds["tile"] / 1e12,

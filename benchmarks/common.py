@@ -137,7 +137,8 @@ def _cuda_sleep_cycles_per_second(device: torch.device) -> float:
 
 def cuda_interleaved_times(candidates: dict, device: torch.device, samples: int,
                            batch_seconds: float = 1e-3, flush_bytes: int = L2_FLUSH_BYTES,
-                           hide_launch: bool = True, max_batch: int = 1000) -> dict:
+                           hide_launch: bool = True, max_batch: int = 1000,
+                           warm_seconds: float = 0.0) -> dict:
     """Per-call GPU seconds of each candidate, measured sample by sample with the candidates
     interleaved, so that clock or thermal drift hits all of them alike.
 
@@ -154,10 +155,16 @@ def cuda_interleaved_times(candidates: dict, device: torch.device, samples: int,
     work back to back, not the host's launch rate; False: a host slower than the kernels
     shows in the times (the user's view of a small op).
 
+    warm_seconds: before the samples, the candidates' batches run in turn, untimed, for this
+    long, so that the samples find the GPU as a sustained workload keeps it (an H100 under
+    a long run sits at its power limit and clocks down) rather than cool from idling, where
+    it boosts its clocks for the first fraction of a second of load and each candidate gains
+    differently from that.
+
     Returns {"times": name -> [per-call seconds, one per sample], "batch": int,
     "host_launch_s": name -> host seconds per call, "gpu_estimate_s": name -> seconds per
     call before the samples, "hide_launch": bool, "flush_bytes": int,
-    "sleep_cycles_per_s": float or None}.
+    "sleep_cycles_per_s": float or None, "warm_seconds": float}.
     """
     names = list(candidates)
     sync = torch.cuda.synchronize
@@ -194,6 +201,13 @@ def cuda_interleaved_times(candidates: dict, device: torch.device, samples: int,
     sleep_cycles = {name: int(cycles_per_s * (1.5 * batch * host_launch[name] + 20e-6))
                     if cycles_per_s else 0 for name in names}
 
+    warm_until = time.perf_counter() + warm_seconds
+    while time.perf_counter() < warm_until:
+        for name in names:
+            for _ in range(batch):
+                candidates[name]()
+        sync()
+
     times = {name: [] for name in names}
     for sample in range(samples):
         shift = sample % len(names)
@@ -216,4 +230,5 @@ def cuda_interleaved_times(candidates: dict, device: torch.device, samples: int,
     del flush
     return {"times": times, "batch": batch, "host_launch_s": host_launch,
             "gpu_estimate_s": gpu_estimate, "hide_launch": bool(cycles_per_s),
-            "flush_bytes": flush_bytes, "sleep_cycles_per_s": cycles_per_s}
+            "flush_bytes": flush_bytes, "sleep_cycles_per_s": cycles_per_s,
+            "warm_seconds": warm_seconds}
