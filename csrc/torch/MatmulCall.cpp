@@ -102,6 +102,10 @@ tile::binding::MatmulCall::withConfig(const std::map<std::string, int64_t> &knob
 }
 
 // The signature's slots.
+/// Bit of the `unit_strides` knob for c's column stride (bit i: the kernel's argument
+/// 6 + i; a's strides are bits 0-1, b's 2-3, c's 4-5).
+constexpr int64_t kUnitColumnStrideOfC = 1 << 5;
+
 enum Slot { kOp, kInput, kOutput, kBias, kIndexBits, kM, kN, kK, kUnitStrides, kDivisibility,
             kTf32, kDevice };
 
@@ -180,6 +184,11 @@ void tile::binding::MatmulCall::specify() {
   if (target->kind != TargetKind::Cpu) {
     spec.config["unit_strides"] = signature[kUnitStrides];
     spec.config["divisibility_16"] = signature[kDivisibility];
+  } else {
+    // c is this call's own, contiguous output: its column stride is 1 at every call, so
+    // the CPU kernel stores rows (masked at the edges) with no run-time stride check and
+    // no per-element fallback beside them, and still serves every layout of a and b.
+    spec.config["unit_strides"] = kUnitColumnStrideOfC;
   }
   if (signature[kTf32] >= 0)
     spec.config["allow_tf32"] = signature[kTf32];

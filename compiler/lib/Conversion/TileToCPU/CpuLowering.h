@@ -21,6 +21,11 @@ public:
 
 /// `v` as a 1-D vector (LLVM's gathers, scatters and GEPs take no N-D vectors), and back.
 Value flatten(OpBuilder &builder, Location loc, Value v);
+
+/// The lanes of the 1-D `ptrs` whose `mask` lane is on, the others from `other`: LLVM's
+/// gather, or lane by lane in a loop for elements it would expand into a branch per lane
+/// (narrower than 32 bits on x86).
+Value gatherLanes(OpBuilder &b, Location loc, Value ptrs, Value mask, Value other, unsigned align);
 Value reshapeTo(OpBuilder &builder, Location loc, Value v, VectorType type);
 
 /// i1 that is true when every lane of `mask` is on; `originalMask` is the tile-IR value,

@@ -149,9 +149,29 @@ SmallVector<Value> microkernel(OpBuilder &b, Location loc, const OperandView &a,
           Value kOn = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, kk, bView.validRows);
           Value mask = arith::AndIOp::create(
               b, loc, colsOn, vector::BroadcastOp::create(b, loc, colsOn.getType(), kOn));
-          auto ptrs = LLVM::GEPOp::create(b, loc, VectorType::get({n}, ptrType), bView.element,
-                                          bRowPtr, ArrayRef<LLVM::GEPArg>{laneOffsets});
-          bRow = LLVM::masked_gather::create(b, loc, bRowType, ptrs, mask, bOther, bAlign);
+          // A row of b at unit stride (checked at run time where the stride is not
+          // known) is one masked load; another is gathered.
+          auto gathered = [&](OpBuilder &b, Location loc) {
+            auto ptrs = LLVM::GEPOp::create(b, loc, VectorType::get({n}, ptrType), bView.element,
+                                            bRowPtr, ArrayRef<LLVM::GEPArg>{laneOffsets});
+            return gatherLanes(b, loc, ptrs, mask, bOther, bAlign);
+          };
+          auto masked = [&](OpBuilder &b, Location loc) -> Value {
+            return LLVM::MaskedLoadOp::create(b, loc, bRowType, bRowPtr, mask, bOther, bAlign);
+          };
+          std::optional<int64_t> colStride = getConstantIntValue(bView.colStride);
+          if (colStride == 1) {
+            bRow = masked(b, loc);
+          } else if (colStride) {
+            bRow = gathered(b, loc);
+          } else {
+            Value unit = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, bView.colStride, i64Constant(b, loc, 1));
+            bRow = scf::IfOp::create(
+                       b, loc, unit,
+                       [&](OpBuilder &b, Location loc) { scf::YieldOp::create(b, loc, masked(b, loc)); },
+                       [&](OpBuilder &b, Location loc) { scf::YieldOp::create(b, loc, gathered(b, loc)); })
+                       .getResult(0);
+          }
         }
         bRow = widen(b, loc, bRow, accElement);
         Value aColumn = arith::MulIOp::create(b, loc, kk, a.colStride);

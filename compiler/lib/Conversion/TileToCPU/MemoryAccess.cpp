@@ -1,7 +1,7 @@
 // tile.load and tile.store on the CPU. Where the pointer tensor is affine in its lanes,
 // a whole block moves as vector loads and stores (one per row of an N-D block, which
-// needs unit stride along the last dimension); other blocks, and blocks whose mask has
-// some lanes off, fall back to LLVM's masked loads, gathers and scatters.
+// needs unit stride along the last dimension); blocks whose mask has some lanes off take
+// masked loads and stores of those rows, and other blocks LLVM's gathers and scatters.
 #include "CpuLowering.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -83,6 +83,50 @@ bool isContiguousRow(const AffineLanes &lanes, ArrayRef<int64_t> shape) {
   return shape.size() == 1 && lanes.strides[0].getConstant() == 1;
 }
 
+/// Gathers and scatters of elements narrower than 32 bits have no x86 instruction: LLVM
+/// expands one into a branch and a scalar access per lane, unrolled (a partial 8x32 bf16
+/// tile: 256 of them, where x86's code generator spent most of a matmul's compile). They
+/// go lane by lane in a loop instead, which is as fast and a fraction of the code.
+bool gathersByLanes(Type element) { return elementBytes(element) < 4; }
+
+Value laneAt(OpBuilder &b, Location loc, Value vector, Value lane) {
+  return vector::ExtractOp::create(b, loc, vector, ArrayRef<OpFoldResult>{lane});
+}
+
+/// Loads each lane of the 1-D `ptrs` whose `mask` lane is on, the others from `other`.
+Value gatherLaneByLane(OpBuilder &b, Location loc, Value ptrs, Value mask, Value other, unsigned align) {
+  auto type = cast<VectorType>(other.getType());
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0), one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value count = arith::ConstantIndexOp::create(b, loc, type.getNumElements());
+  auto loop = scf::ForOp::create(
+      b, loc, zero, count, one, ValueRange{other}, [&](OpBuilder &b, Location loc, Value lane, ValueRange acc) {
+        auto on = scf::IfOp::create(
+            b, loc, laneAt(b, loc, mask, lane),
+            [&](OpBuilder &b, Location loc) {
+              Value loaded = LLVM::LoadOp::create(b, loc, type.getElementType(), laneAt(b, loc, ptrs, lane), align);
+              scf::YieldOp::create(
+                  b, loc, Value(vector::InsertOp::create(b, loc, loaded, acc[0], ArrayRef<OpFoldResult>{lane})));
+            },
+            [&](OpBuilder &b, Location loc) { scf::YieldOp::create(b, loc, acc[0]); });
+        scf::YieldOp::create(b, loc, on.getResults());
+      });
+  return loop.getResult(0);
+}
+
+/// Stores each lane of the 1-D `value` whose `mask` lane is on.
+void scatterLaneByLane(OpBuilder &b, Location loc, Value value, Value ptrs, Value mask, unsigned align) {
+  auto type = cast<VectorType>(value.getType());
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0), one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value count = arith::ConstantIndexOp::create(b, loc, type.getNumElements());
+  scf::ForOp::create(b, loc, zero, count, one, ValueRange{}, [&](OpBuilder &b, Location loc, Value lane, ValueRange) {
+    scf::IfOp::create(b, loc, laneAt(b, loc, mask, lane), [&](OpBuilder &b, Location loc) {
+      LLVM::StoreOp::create(b, loc, laneAt(b, loc, value, lane), laneAt(b, loc, ptrs, lane), align);
+      scf::YieldOp::create(b, loc);
+    });
+    scf::YieldOp::create(b, loc);
+  });
+}
+
 bool rowsUnrollable(ArrayRef<int64_t> shape) {
   int64_t rows = 1;
   for (int64_t size : shape.drop_back())
@@ -92,9 +136,7 @@ bool rowsUnrollable(ArrayRef<int64_t> shape) {
 
 Value gather(OpBuilder &b, Location loc, VectorType type, Value ptrs, Value mask, Value other,
              unsigned align) {
-  auto flatType = VectorType::get({type.getNumElements()}, type.getElementType());
-  Value flat = LLVM::masked_gather::create(b, loc, flatType, flatten(b, loc, ptrs),
-                                           flatten(b, loc, mask), flatten(b, loc, other), align);
+  Value flat = gatherLanes(b, loc, flatten(b, loc, ptrs), flatten(b, loc, mask), flatten(b, loc, other), align);
   return reshapeTo(b, loc, flat, type);
 }
 
@@ -151,12 +193,41 @@ struct LoadLowering : OpConversionPattern<LoadOp> {
       scf::YieldOp::create(rewriter, loc, rowLoads());
       rewriter.setInsertionPointToStart(branch.elseBlock());
       Value partial;
-      if (isContiguousRow(*lanes, shape))
+      if (isContiguousRow(*lanes, shape)) {
         partial = LLVM::MaskedLoadOp::create(rewriter, loc, type,
                                              offsetBase(rewriter, loc, *lanes, element), mask,
                                              other, align);
-      else
-        partial = slowLoad(rewriter, loc);
+      } else {
+        // Rows at unit stride (checked at run time where the stride is not known): one
+        // masked load per row.
+        auto rowMaskedLoads = [&]() {
+          auto rowType = VectorType::get({shape.back()}, element);
+          Value block = other;
+          forEachRow(rewriter, loc, *lanes, element, shape, [&](Value rowPtr, ArrayRef<int64_t> at) {
+            if (at.empty()) {
+              block = LLVM::MaskedLoadOp::create(rewriter, loc, rowType, rowPtr, mask, other, align);
+              return;
+            }
+            Value row = LLVM::MaskedLoadOp::create(rewriter, loc, rowType, rowPtr,
+                                                   vector::ExtractOp::create(rewriter, loc, mask, at),
+                                                   vector::ExtractOp::create(rewriter, loc, other, at), align);
+            block = vector::InsertOp::create(rewriter, loc, row, block, at);
+          });
+          return block;
+        };
+        Value unitRows = lastStrideIsOne(rewriter, loc, *lanes);
+        if (!unitRows) {
+          partial = rowMaskedLoads();
+        } else {
+          auto rows = scf::IfOp::create(rewriter, loc, type, unitRows, /*withElse=*/true);
+          rewriter.setInsertionPointToStart(rows.thenBlock());
+          scf::YieldOp::create(rewriter, loc, rowMaskedLoads());
+          rewriter.setInsertionPointToStart(rows.elseBlock());
+          scf::YieldOp::create(rewriter, loc, slowLoad(rewriter, loc));
+          rewriter.setInsertionPointAfter(rows);
+          partial = rows.getResult(0);
+        }
+      }
       scf::YieldOp::create(rewriter, loc, partial);
     }
     rewriter.replaceOp(op, branch.getResult(0));
@@ -180,8 +251,11 @@ struct StoreLowering : OpConversionPattern<StoreOp> {
     ArrayRef<int64_t> shape = vectorType.getShape();
     Value mask = adaptor.getMask() ? adaptor.getMask() : allOnMask(rewriter, loc, shape);
     auto slowStore = [&](OpBuilder &b, Location l) {
-      LLVM::masked_scatter::create(b, l, flatten(b, l, value), flatten(b, l, adaptor.getPtr()),
-                                   flatten(b, l, mask), align);
+      if (gathersByLanes(element))
+        scatterLaneByLane(b, l, flatten(b, l, value), flatten(b, l, adaptor.getPtr()), flatten(b, l, mask), align);
+      else
+        LLVM::masked_scatter::create(b, l, flatten(b, l, value), flatten(b, l, adaptor.getPtr()),
+                                     flatten(b, l, mask), align);
     };
     auto lanes = pointerLanes(op.getPtr());
     if (!lanes || !lastStrideMayBeOne(*lanes) || !rowsUnrollable(shape)) {
@@ -209,11 +283,30 @@ struct StoreLowering : OpConversionPattern<StoreOp> {
       rewriter.setInsertionPoint(branch.thenBlock()->getTerminator());
       rowStores();
       rewriter.setInsertionPoint(branch.elseBlock()->getTerminator());
-      if (isContiguousRow(*lanes, shape))
+      if (isContiguousRow(*lanes, shape)) {
         LLVM::MaskedStoreOp::create(rewriter, loc, value,
                                     offsetBase(rewriter, loc, *lanes, element), mask, align);
-      else
-        slowStore(rewriter, loc);
+      } else {
+        // Rows at unit stride (checked at run time where the stride is not known): one
+        // masked store per row.
+        auto rowMaskedStores = [&]() {
+          forEachRow(rewriter, loc, *lanes, element, shape, [&](Value rowPtr, ArrayRef<int64_t> at) {
+            Value row = at.empty() ? value : vector::ExtractOp::create(rewriter, loc, value, at).getResult();
+            Value rowMask = at.empty() ? mask : vector::ExtractOp::create(rewriter, loc, mask, at).getResult();
+            LLVM::MaskedStoreOp::create(rewriter, loc, row, rowPtr, rowMask, align);
+          });
+        };
+        Value unitRows = lastStrideIsOne(rewriter, loc, *lanes);
+        if (!unitRows) {
+          rowMaskedStores();
+        } else {
+          auto rows = scf::IfOp::create(rewriter, loc, TypeRange{}, unitRows, /*withElse=*/true);
+          rewriter.setInsertionPoint(rows.thenBlock()->getTerminator());
+          rowMaskedStores();
+          rewriter.setInsertionPoint(rows.elseBlock()->getTerminator());
+          slowStore(rewriter, loc);
+        }
+      }
     }
     rewriter.eraseOp(op);
     return success();
@@ -221,6 +314,12 @@ struct StoreLowering : OpConversionPattern<StoreOp> {
 };
 
 } // namespace
+
+Value mlir::tile::cpu::gatherLanes(OpBuilder &b, Location loc, Value ptrs, Value mask, Value other, unsigned align) {
+  if (gathersByLanes(cast<VectorType>(other.getType()).getElementType()))
+    return gatherLaneByLane(b, loc, ptrs, mask, other, align);
+  return LLVM::masked_gather::create(b, loc, other.getType(), ptrs, mask, other, align);
+}
 
 Value mlir::tile::cpu::flatten(OpBuilder &builder, Location loc, Value v) {
   auto type = cast<VectorType>(v.getType());

@@ -1,7 +1,8 @@
 // RUN: tile-opt %s --convert-tile-to-cpu | FileCheck %s
 // RUN: tile-opt %s --tile-to-cpu --tile-cpu-to-llvm | FileCheck %s --check-prefix=LLVM
 // A dot whose operands are loads from strided blocks reads them from memory: for each
-// k, one b row (a vector load when the block is full, a masked gather at the edges) and
+// k, one b row (a vector load when the block is full, a masked load at the edges: the row
+// is at unit stride) and
 // one broadcast element of a per accumulator row, FMA'd into rows kept as loop values.
 
 // CHECK-LABEL: func.func @fused_dot
@@ -15,7 +16,8 @@
 // CHECK: %[[SPLATW:.+]] = arith.extf %[[SPLAT]] : vector<8xf16> to vector<8xf32>
 // CHECK: vector.fma %[[SPLATW]], %[[WIDE]], %{{.+}} : vector<8xf32>
 // CHECK: } else {
-// CHECK: llvm.intr.masked.gather
+// CHECK-NOT: llvm.intr.masked.gather
+// CHECK: llvm.intr.masked.load %{{.+}}, %{{.+}}, %{{.+}} {alignment = 2 : i32} : (!llvm.ptr, vector<8xi1>, vector<8xf16>) -> vector<8xf16>
 // CHECK: scf.if %{{.+}} -> (f16)
 // CHECK: vector.fma
 // CHECK-NOT: vector.contract
@@ -67,7 +69,7 @@ func.func @fused_dot(%a: !tile.ptr<f16>, %b: !tile.ptr<f16>, %c: !tile.ptr<f32>,
 
 // LLVM-LABEL: @fused_dot(
 // LLVM: llvm.intr.fmuladd
-// LLVM: llvm.intr.masked.gather
+// LLVM: llvm.intr.masked.load
 // LLVM-NOT: vector.contract
 
 // Operands that are not loads (here int8 function arguments) take vector.contract,
