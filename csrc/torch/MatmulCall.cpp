@@ -102,8 +102,9 @@ tile::binding::MatmulCall::withConfig(const std::map<std::string, int64_t> &knob
 }
 
 // The signature's slots.
-/// Bit of the `unit_strides` knob for c's column stride (bit i: the kernel's argument
-/// 6 + i; a's strides are bits 0-1, b's 2-3, c's 4-5).
+/// Bits of the `unit_strides` knob (bit i: the kernel's argument 6 + i; a's strides are
+/// bits 0-1, b's 2-3, c's 4-5): the column strides of a and b, and of c.
+constexpr int64_t kUnitColumnStridesOfAB = 1 << 1 | 1 << 3;
 constexpr int64_t kUnitColumnStrideOfC = 1 << 5;
 
 enum Slot { kOp, kInput, kOutput, kBias, kIndexBits, kM, kN, kK, kUnitStrides, kDivisibility,
@@ -147,9 +148,15 @@ void tile::binding::prepareMatmul(MatmulCall &call, const char *op, const at::Te
   signature[kN] = n;
   signature[kK] = k;
   // The GPU lowering picks its shared-memory layouts and access widths by the strides and
-  // the alignment; the CPU microkernel reads its operands through runtime strides and
-  // keeps one kernel per dtype and config.
-  if (target.kind != TargetKind::Cpu) {
+  // the alignment. The CPU microkernel reads its operands through run-time strides, but
+  // whether the rows of a and b are contiguous decides how (pairs or quads of k from a's
+  // rows with vdpbf16ps / vpdpbusd, b's rows as vector loads): knowing it, a kernel holds
+  // only the path its call takes, where it held every path behind run-time checks; c's
+  // rows are always contiguous (its own output).
+  if (target.kind == TargetKind::Cpu) {
+    signature[kUnitStrides] = (runtime::unitStrideBits({&aOperand, &bOperand, &cOperand}) & kUnitColumnStridesOfAB) |
+                              kUnitColumnStrideOfC;
+  } else {
     // Bit 6: the bias's stride.
     signature[kUnitStrides] = runtime::unitStrideBits({&aOperand, &bOperand, &cOperand}) |
                               (bias && (bias->stride(0) == 1 || n == 1) ? 1 << 6 : 0);
@@ -185,10 +192,7 @@ void tile::binding::MatmulCall::specify() {
     spec.config["unit_strides"] = signature[kUnitStrides];
     spec.config["divisibility_16"] = signature[kDivisibility];
   } else {
-    // c is this call's own, contiguous output: its column stride is 1 at every call, so
-    // the CPU kernel stores rows (masked at the edges) with no run-time stride check and
-    // no per-element fallback beside them, and still serves every layout of a and b.
-    spec.config["unit_strides"] = kUnitColumnStrideOfC;
+    spec.config["unit_strides"] = signature[kUnitStrides];
   }
   if (signature[kTf32] >= 0)
     spec.config["allow_tf32"] = signature[kTf32];

@@ -185,10 +185,11 @@ def test_leftovers_of_killed_writers_are_swept(tmp_path):
 
 
 def test_full_disk_warns_once_and_the_ops_still_work(tmp_path):
-    # A tmpfs too small for the entries; needs the right to mount (skipped elsewhere).
+    # A tmpfs too small for the entries (one page: a kernel's binary and meta file take
+    # two); needs the right to mount (skipped elsewhere).
     cache = tmp_path / "cache"
     cache.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", str(cache)],
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4k", "tmpfs", str(cache)],
                              capture_output=True, text=True)
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a small tmpfs here: {mounted.stderr.strip()}")

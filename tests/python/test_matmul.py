@@ -264,6 +264,28 @@ def test_compiled_on_first_call_then_cached(op, pair):
     assert second["hits"] > first["hits"], "the second call did not use the kernel cache"
 
 
+@pytest.mark.parametrize("pair", [p for p in PAIRS if p.id in ("f32", "bf16", "i8_to_i32")])
+def test_a_layout_whose_rows_are_not_contiguous_gets_its_own_kernel(pair):
+    # The CPU kernel holds only the path its operands' layout takes (pairs or quads of k
+    # from contiguous rows of a with vdpbf16ps / vpdpbusd, broadcasts of single elements
+    # otherwise): a transposed a compiles a kernel of its own, and a layout seen before
+    # compiles nothing. A transposed b is copied to contiguous rows first, so it takes the
+    # contiguous layout's kernel. Every layout matches torch at ragged sizes.
+    shape = (41, 35, 27)
+    torch_tile.runtime.clear_cache()
+    misses = []
+    for layout in ["contiguous", "a_transposed", "b_transposed", "contiguous", "a_transposed"]:
+        if layout == "contiguous":
+            a, b = random_inputs(shape, pair.inputs)
+        else:
+            a, b = strided_inputs(layout, shape, pair.inputs)
+        check("matmul", a, b, pair)
+        misses.append(torch_tile.runtime.cache_stats()["misses"])
+    assert misses[0] >= 1
+    assert misses[1] > misses[0], "a transposed a reused the contiguous layout's kernel"
+    assert misses[4] == misses[3] == misses[2] == misses[1], "a layout seen before compiled again"
+
+
 def test_clear_cache_returns_the_kernels_memory():
     # Each kernel loaded on the CPU holds JIT code (~50 KB): clear_cache() must unload it,
     # or a program that clears and reloads grows without end. In a process of its own, so
