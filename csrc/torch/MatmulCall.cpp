@@ -128,6 +128,19 @@ void tile::binding::prepareMatmul(MatmulCall &call, const char *op, const at::Te
   // copying b once, which costs K*N moves against M*N*K multiply-adds. a is read through
   // its strides, copy-free.
   call.b = !contiguousRowsOfB || b.stride(1) == 1 || n == 1 ? b : b.contiguous();
+  // Rows of b a multiple of 4 KB apart fall into the same cache sets: the microkernel,
+  // walking down a panel of b one row after the next, evicts its own rows from L1 and L2
+  // (2048^3 f32 ran at 0.74x of MKL on a 2-core znver4, bf16 at 0.62x). A copy of b with
+  // its rows one cache line further apart (K*N moves against M*N*K multiply-adds; the
+  // kernel reads b's row stride at run time) ran both about 30% faster, copy included.
+  constexpr int64_t kCacheLine = 64, kAliasingStride = 4096, kRowsWorthACopy = 256;
+  int64_t rowBytes = call.b.stride(0) * call.b.element_size();
+  if (contiguousRowsOfB && call.b.stride(1) == 1 && rowBytes % kAliasingStride == 0 && m >= kRowsWorthACopy &&
+      k >= kRowsWorthACopy && n >= kRowsWorthACopy) {
+    at::Tensor padded = at::empty({k, n + kCacheLine / call.b.element_size()}, call.b.options()).narrow(1, 0, n);
+    padded.copy_(call.b);
+    call.b = padded;
+  }
   call.c = at::empty({m, n}, a.options().dtype(out));
   if (m == 0 || n == 0)
     return;

@@ -286,6 +286,23 @@ def test_a_layout_whose_rows_are_not_contiguous_gets_its_own_kernel(pair):
     assert misses[4] == misses[3] == misses[2] == misses[1], "a layout seen before compiled again"
 
 
+@pytest.mark.parametrize("pair", [p for p in PAIRS if p.id in ("f32", "bf16", "i8_to_i32")])
+@pytest.mark.parametrize("layout", ["contiguous", "b_transposed", "row_steps"])
+def test_b_rows_4kb_apart_are_copied_further_apart(pair, layout):
+    # Rows of b a multiple of 4 KB apart share cache sets: a call large enough (M, N and K
+    # at least 256) runs on a copy of b whose rows are one cache line further apart. The
+    # result matches torch, and b is left as it was.
+    m, k = 264, 272
+    n = 4096 // pair.inputs.itemsize
+    if layout == "contiguous":
+        a, b = random_inputs((m, n, k), pair.inputs)
+    else:
+        a, b = strided_inputs(layout, (m, n, k), pair.inputs)
+    before = b.clone()
+    check("matmul", a, b, pair)
+    assert torch.equal(b, before)
+
+
 def test_clear_cache_returns_the_kernels_memory():
     # Each kernel loaded on the CPU holds JIT code (~50 KB): clear_cache() must unload it,
     # or a program that clears and reloads grows without end. In a process of its own, so
