@@ -101,12 +101,12 @@ tile::binding::MatmulCall::withConfig(const std::map<std::string, int64_t> &knob
   return {tuned, programs};
 }
 
-// The signature's slots.
 /// Bits of the `unit_strides` knob (bit i: the kernel's argument 6 + i; a's strides are
 /// bits 0-1, b's 2-3, c's 4-5): the column strides of a and b, and of c.
 constexpr int64_t kUnitColumnStridesOfAB = 1 << 1 | 1 << 3;
 constexpr int64_t kUnitColumnStrideOfC = 1 << 5;
 
+// The signature's slots.
 enum Slot { kOp, kInput, kOutput, kBias, kIndexBits, kM, kN, kK, kUnitStrides, kDivisibility,
             kTf32, kDevice };
 
@@ -201,12 +201,9 @@ void tile::binding::MatmulCall::specify() {
   spec.config = ops::defaultMatmulConfig(*target, signature[kM], signature[kN], signature[kK],
                                          spec.dtypes[0]);
   spec.config["index_bits"] = signature[kIndexBits];
-  if (target->kind != TargetKind::Cpu) {
-    spec.config["unit_strides"] = signature[kUnitStrides];
+  spec.config["unit_strides"] = signature[kUnitStrides];
+  if (target->kind != TargetKind::Cpu)
     spec.config["divisibility_16"] = signature[kDivisibility];
-  } else {
-    spec.config["unit_strides"] = signature[kUnitStrides];
-  }
   if (signature[kTf32] >= 0)
     spec.config["allow_tf32"] = signature[kTf32];
   programs = runtime::matmulPrograms(spec.config, signature[kM], signature[kN]);

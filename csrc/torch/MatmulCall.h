@@ -46,8 +46,8 @@ struct MatmulCall {
 /// `call` with the arguments and the signature; no spec yet (specify()). `target` must
 /// outlive the call. `contiguousRowsOfB` copies a b whose rows are not contiguous (the
 /// CPU microkernel loads b by rows), or whose rows are a multiple of 4 KB apart (they
-/// would share cache sets), for a call large enough to repay the copy. A bias (1-D, length N, in the input or the output
-/// dtype) is added to the accumulator before the epilogue.
+/// would share cache sets) in a call large enough to repay the copy. A bias (1-D, length
+/// N, in the input or the output dtype) is added to the accumulator before the epilogue.
 void prepareMatmul(MatmulCall &call, const char *op, const at::Tensor &a, const at::Tensor &b,
                    std::optional<double> negativeSlope, std::optional<at::ScalarType> outDtype,
                    const std::optional<at::Tensor> &bias, const Target &target,
