@@ -135,9 +135,10 @@ void tile::binding::prepareMatmul(MatmulCall &call, const char *op, const at::Te
   // kernel reads b's row stride at run time) ran both about 30% faster, copy included.
   constexpr int64_t kCacheLine = 64, kAliasingStride = 4096, kRowsWorthACopy = 256;
   int64_t rowBytes = call.b.stride(0) * call.b.element_size();
-  if (contiguousRowsOfB && call.b.stride(1) == 1 && rowBytes % kAliasingStride == 0 && m >= kRowsWorthACopy &&
-      k >= kRowsWorthACopy && n >= kRowsWorthACopy) {
-    at::Tensor padded = at::empty({k, n + kCacheLine / call.b.element_size()}, call.b.options()).narrow(1, 0, n);
+  if (contiguousRowsOfB && call.b.stride(1) == 1 && rowBytes % kAliasingStride == 0 &&
+      m >= kRowsWorthACopy && k >= kRowsWorthACopy && n >= kRowsWorthACopy) {
+    at::Tensor padded =
+        at::empty({k, n + kCacheLine / call.b.element_size()}, call.b.options()).narrow(1, 0, n);
     padded.copy_(call.b);
     call.b = padded;
   }
@@ -167,8 +168,9 @@ void tile::binding::prepareMatmul(MatmulCall &call, const char *op, const at::Te
   // only the path its call takes, where it held every path behind run-time checks; c's
   // rows are always contiguous (its own output).
   if (target.kind == TargetKind::Cpu) {
-    signature[kUnitStrides] = (runtime::unitStrideBits({&aOperand, &bOperand, &cOperand}) & kUnitColumnStridesOfAB) |
-                              kUnitColumnStrideOfC;
+    signature[kUnitStrides] =
+        (runtime::unitStrideBits({&aOperand, &bOperand, &cOperand}) & kUnitColumnStridesOfAB) |
+        kUnitColumnStrideOfC;
   } else {
     // Bit 6: the bias's stride.
     signature[kUnitStrides] = runtime::unitStrideBits({&aOperand, &bOperand, &cOperand}) |

@@ -165,11 +165,16 @@ SmallVector<Value> microkernel(OpBuilder &b, Location loc, const OperandView &a,
           } else if (colStride) {
             bRow = gathered(b, loc);
           } else {
-            Value unit = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, bView.colStride, i64Constant(b, loc, 1));
+            Value unit = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, bView.colStride,
+                                               i64Constant(b, loc, 1));
             bRow = scf::IfOp::create(
                        b, loc, unit,
-                       [&](OpBuilder &b, Location loc) { scf::YieldOp::create(b, loc, masked(b, loc)); },
-                       [&](OpBuilder &b, Location loc) { scf::YieldOp::create(b, loc, gathered(b, loc)); })
+                       [&](OpBuilder &b, Location loc) {
+                         scf::YieldOp::create(b, loc, masked(b, loc));
+                       },
+                       [&](OpBuilder &b, Location loc) {
+                         scf::YieldOp::create(b, loc, gathered(b, loc));
+                       })
                        .getResult(0);
           }
         }

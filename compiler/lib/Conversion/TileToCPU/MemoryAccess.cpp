@@ -94,18 +94,23 @@ Value laneAt(OpBuilder &b, Location loc, Value vector, Value lane) {
 }
 
 /// Loads each lane of the 1-D `ptrs` whose `mask` lane is on, the others from `other`.
-Value gatherLaneByLane(OpBuilder &b, Location loc, Value ptrs, Value mask, Value other, unsigned align) {
+Value gatherLaneByLane(OpBuilder &b, Location loc, Value ptrs, Value mask, Value other,
+                       unsigned align) {
   auto type = cast<VectorType>(other.getType());
-  Value zero = arith::ConstantIndexOp::create(b, loc, 0), one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0),
+        one = arith::ConstantIndexOp::create(b, loc, 1);
   Value count = arith::ConstantIndexOp::create(b, loc, type.getNumElements());
   auto loop = scf::ForOp::create(
-      b, loc, zero, count, one, ValueRange{other}, [&](OpBuilder &b, Location loc, Value lane, ValueRange acc) {
+      b, loc, zero, count, one, ValueRange{other},
+      [&](OpBuilder &b, Location loc, Value lane, ValueRange acc) {
         auto on = scf::IfOp::create(
             b, loc, laneAt(b, loc, mask, lane),
             [&](OpBuilder &b, Location loc) {
-              Value loaded = LLVM::LoadOp::create(b, loc, type.getElementType(), laneAt(b, loc, ptrs, lane), align);
-              scf::YieldOp::create(
-                  b, loc, Value(vector::InsertOp::create(b, loc, loaded, acc[0], ArrayRef<OpFoldResult>{lane})));
+              Value loaded = LLVM::LoadOp::create(b, loc, type.getElementType(),
+                                                  laneAt(b, loc, ptrs, lane), align);
+              scf::YieldOp::create(b, loc,
+                                   Value(vector::InsertOp::create(b, loc, loaded, acc[0],
+                                                                  ArrayRef<OpFoldResult>{lane})));
             },
             [&](OpBuilder &b, Location loc) { scf::YieldOp::create(b, loc, acc[0]); });
         scf::YieldOp::create(b, loc, on.getResults());
@@ -114,17 +119,22 @@ Value gatherLaneByLane(OpBuilder &b, Location loc, Value ptrs, Value mask, Value
 }
 
 /// Stores each lane of the 1-D `value` whose `mask` lane is on.
-void scatterLaneByLane(OpBuilder &b, Location loc, Value value, Value ptrs, Value mask, unsigned align) {
+void scatterLaneByLane(OpBuilder &b, Location loc, Value value, Value ptrs, Value mask,
+                       unsigned align) {
   auto type = cast<VectorType>(value.getType());
-  Value zero = arith::ConstantIndexOp::create(b, loc, 0), one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0),
+        one = arith::ConstantIndexOp::create(b, loc, 1);
   Value count = arith::ConstantIndexOp::create(b, loc, type.getNumElements());
-  scf::ForOp::create(b, loc, zero, count, one, ValueRange{}, [&](OpBuilder &b, Location loc, Value lane, ValueRange) {
-    scf::IfOp::create(b, loc, laneAt(b, loc, mask, lane), [&](OpBuilder &b, Location loc) {
-      LLVM::StoreOp::create(b, loc, laneAt(b, loc, value, lane), laneAt(b, loc, ptrs, lane), align);
-      scf::YieldOp::create(b, loc);
-    });
-    scf::YieldOp::create(b, loc);
-  });
+  scf::ForOp::create(b, loc, zero, count, one, ValueRange{},
+                     [&](OpBuilder &b, Location loc, Value lane, ValueRange) {
+                       scf::IfOp::create(
+                           b, loc, laneAt(b, loc, mask, lane), [&](OpBuilder &b, Location loc) {
+                             LLVM::StoreOp::create(b, loc, laneAt(b, loc, value, lane),
+                                                   laneAt(b, loc, ptrs, lane), align);
+                             scf::YieldOp::create(b, loc);
+                           });
+                       scf::YieldOp::create(b, loc);
+                     });
 }
 
 bool rowsUnrollable(ArrayRef<int64_t> shape) {
@@ -136,7 +146,8 @@ bool rowsUnrollable(ArrayRef<int64_t> shape) {
 
 Value gather(OpBuilder &b, Location loc, VectorType type, Value ptrs, Value mask, Value other,
              unsigned align) {
-  Value flat = gatherLanes(b, loc, flatten(b, loc, ptrs), flatten(b, loc, mask), flatten(b, loc, other), align);
+  Value flat = gatherLanes(b, loc, flatten(b, loc, ptrs), flatten(b, loc, mask),
+                           flatten(b, loc, other), align);
   return reshapeTo(b, loc, flat, type);
 }
 
@@ -203,16 +214,19 @@ struct LoadLowering : OpConversionPattern<LoadOp> {
         auto rowMaskedLoads = [&]() {
           auto rowType = VectorType::get({shape.back()}, element);
           Value block = other;
-          forEachRow(rewriter, loc, *lanes, element, shape, [&](Value rowPtr, ArrayRef<int64_t> at) {
-            if (at.empty()) {
-              block = LLVM::MaskedLoadOp::create(rewriter, loc, rowType, rowPtr, mask, other, align);
-              return;
-            }
-            Value row = LLVM::MaskedLoadOp::create(rewriter, loc, rowType, rowPtr,
-                                                   vector::ExtractOp::create(rewriter, loc, mask, at),
-                                                   vector::ExtractOp::create(rewriter, loc, other, at), align);
-            block = vector::InsertOp::create(rewriter, loc, row, block, at);
-          });
+          forEachRow(rewriter, loc, *lanes, element, shape,
+                     [&](Value rowPtr, ArrayRef<int64_t> at) {
+                       if (at.empty()) {
+                         block = LLVM::MaskedLoadOp::create(rewriter, loc, rowType, rowPtr, mask,
+                                                            other, align);
+                         return;
+                       }
+                       Value row = LLVM::MaskedLoadOp::create(
+                           rewriter, loc, rowType, rowPtr,
+                           vector::ExtractOp::create(rewriter, loc, mask, at),
+                           vector::ExtractOp::create(rewriter, loc, other, at), align);
+                       block = vector::InsertOp::create(rewriter, loc, row, block, at);
+                     });
           return block;
         };
         Value unitRows = lastStrideIsOne(rewriter, loc, *lanes);
@@ -252,7 +266,8 @@ struct StoreLowering : OpConversionPattern<StoreOp> {
     Value mask = adaptor.getMask() ? adaptor.getMask() : allOnMask(rewriter, loc, shape);
     auto slowStore = [&](OpBuilder &b, Location l) {
       if (gathersByLanes(element))
-        scatterLaneByLane(b, l, flatten(b, l, value), flatten(b, l, adaptor.getPtr()), flatten(b, l, mask), align);
+        scatterLaneByLane(b, l, flatten(b, l, value), flatten(b, l, adaptor.getPtr()),
+                          flatten(b, l, mask), align);
       else
         LLVM::masked_scatter::create(b, l, flatten(b, l, value), flatten(b, l, adaptor.getPtr()),
                                      flatten(b, l, mask), align);
@@ -290,11 +305,16 @@ struct StoreLowering : OpConversionPattern<StoreOp> {
         // Rows at unit stride (checked at run time where the stride is not known): one
         // masked store per row.
         auto rowMaskedStores = [&]() {
-          forEachRow(rewriter, loc, *lanes, element, shape, [&](Value rowPtr, ArrayRef<int64_t> at) {
-            Value row = at.empty() ? value : vector::ExtractOp::create(rewriter, loc, value, at).getResult();
-            Value rowMask = at.empty() ? mask : vector::ExtractOp::create(rewriter, loc, mask, at).getResult();
-            LLVM::MaskedStoreOp::create(rewriter, loc, row, rowPtr, rowMask, align);
-          });
+          forEachRow(
+              rewriter, loc, *lanes, element, shape, [&](Value rowPtr, ArrayRef<int64_t> at) {
+                Value row = at.empty()
+                                ? value
+                                : vector::ExtractOp::create(rewriter, loc, value, at).getResult();
+                Value rowMask =
+                    at.empty() ? mask
+                               : vector::ExtractOp::create(rewriter, loc, mask, at).getResult();
+                LLVM::MaskedStoreOp::create(rewriter, loc, row, rowPtr, rowMask, align);
+              });
         };
         Value unitRows = lastStrideIsOne(rewriter, loc, *lanes);
         if (!unitRows) {
@@ -315,7 +335,8 @@ struct StoreLowering : OpConversionPattern<StoreOp> {
 
 } // namespace
 
-Value mlir::tile::cpu::gatherLanes(OpBuilder &b, Location loc, Value ptrs, Value mask, Value other, unsigned align) {
+Value mlir::tile::cpu::gatherLanes(OpBuilder &b, Location loc, Value ptrs, Value mask, Value other,
+                                   unsigned align) {
   if (gathersByLanes(cast<VectorType>(other.getType()).getElementType()))
     return gatherLaneByLane(b, loc, ptrs, mask, other, align);
   return LLVM::masked_gather::create(b, loc, other.getType(), ptrs, mask, other, align);
