@@ -93,15 +93,20 @@ Value laneAt(OpBuilder &b, Location loc, Value vector, Value lane) {
   return vector::ExtractOp::create(b, loc, vector, ArrayRef<OpFoldResult>{lane});
 }
 
+/// A loop over the lanes of a 1-D vector of `lanes` elements, carrying `carried`.
+scf::ForOp laneLoop(OpBuilder &b, Location loc, int64_t lanes, ValueRange carried,
+                    function_ref<void(OpBuilder &, Location, Value, ValueRange)> body) {
+  return scf::ForOp::create(b, loc, arith::ConstantIndexOp::create(b, loc, 0),
+                            arith::ConstantIndexOp::create(b, loc, lanes),
+                            arith::ConstantIndexOp::create(b, loc, 1), carried, body);
+}
+
 /// Loads each lane of the 1-D `ptrs` whose `mask` lane is on, the others from `other`.
 Value gatherLaneByLane(OpBuilder &b, Location loc, Value ptrs, Value mask, Value other,
                        unsigned align) {
   auto type = cast<VectorType>(other.getType());
-  Value zero = arith::ConstantIndexOp::create(b, loc, 0),
-        one = arith::ConstantIndexOp::create(b, loc, 1);
-  Value count = arith::ConstantIndexOp::create(b, loc, type.getNumElements());
-  auto loop = scf::ForOp::create(
-      b, loc, zero, count, one, ValueRange{other},
+  auto loop = laneLoop(
+      b, loc, type.getNumElements(), other,
       [&](OpBuilder &b, Location loc, Value lane, ValueRange acc) {
         auto on = scf::IfOp::create(
             b, loc, laneAt(b, loc, mask, lane),
@@ -121,20 +126,14 @@ Value gatherLaneByLane(OpBuilder &b, Location loc, Value ptrs, Value mask, Value
 /// Stores each lane of the 1-D `value` whose `mask` lane is on.
 void scatterLaneByLane(OpBuilder &b, Location loc, Value value, Value ptrs, Value mask,
                        unsigned align) {
-  auto type = cast<VectorType>(value.getType());
-  Value zero = arith::ConstantIndexOp::create(b, loc, 0),
-        one = arith::ConstantIndexOp::create(b, loc, 1);
-  Value count = arith::ConstantIndexOp::create(b, loc, type.getNumElements());
-  scf::ForOp::create(b, loc, zero, count, one, ValueRange{},
-                     [&](OpBuilder &b, Location loc, Value lane, ValueRange) {
-                       scf::IfOp::create(
-                           b, loc, laneAt(b, loc, mask, lane), [&](OpBuilder &b, Location loc) {
-                             LLVM::StoreOp::create(b, loc, laneAt(b, loc, value, lane),
-                                                   laneAt(b, loc, ptrs, lane), align);
-                             scf::YieldOp::create(b, loc);
-                           });
-                       scf::YieldOp::create(b, loc);
-                     });
+  int64_t lanes = cast<VectorType>(value.getType()).getNumElements();
+  laneLoop(b, loc, lanes, {}, [&](OpBuilder &b, Location loc, Value lane, ValueRange) {
+    scf::IfOp::create(b, loc, laneAt(b, loc, mask, lane), [&](OpBuilder &b, Location loc) {
+      LLVM::StoreOp::create(b, loc, laneAt(b, loc, value, lane), laneAt(b, loc, ptrs, lane), align);
+      scf::YieldOp::create(b, loc);
+    });
+    scf::YieldOp::create(b, loc);
+  });
 }
 
 bool rowsUnrollable(ArrayRef<int64_t> shape) {
