@@ -34,6 +34,14 @@ float fromBf16(uint16_t value) {
   return result;
 }
 
+/// A kernel of hand-written tile IR, compiled for this host and loaded into the JIT.
+runtime::LoadedKernel hostKernelOf(mlir::ModuleOp module, const std::string &name) {
+  runtime::LoadedKernel kernel;
+  kernel.spec = name;
+  kernel.setCpuCode(runtime::loadCpuObject(compile(module, Target::host()), name + "-test"));
+  return kernel;
+}
+
 template <typename T>
 void runVectorAdd(const runtime::LoadedKernel &kernel, const T *a, const T *b, T *out, int32_t n,
                   int64_t block) {
@@ -244,10 +252,7 @@ TEST(Compiler, ThreeDimensionalGridVisitsEveryProgramOnce) {
     })mlir",
                                                         context.get());
   ASSERT_TRUE(module);
-  Binary binary = compile(*module, Target::host());
-  runtime::LoadedKernel kernel;
-  kernel.spec = "coords";
-  kernel.setCpuCode(runtime::loadCpuObject(binary, "coords-test"));
+  runtime::LoadedKernel kernel = hostKernelOf(*module, "coords");
   runtime::Grid grid{5, 3, 4};
   std::vector<int32_t> out(grid.count(), -1);
   void *outPtr = out.data();
@@ -297,10 +302,7 @@ TEST(Compiler, PartialSixteenBitBlocksCopyByMaskedRowsOrLaneByLane) {
     })mlir",
                                                         context.get());
   ASSERT_TRUE(module);
-  Binary binary = compile(*module, Target::host());
-  runtime::LoadedKernel kernel;
-  kernel.spec = "copy";
-  kernel.setCpuCode(runtime::loadCpuObject(binary, "partial-copy-test"));
+  runtime::LoadedKernel kernel = hostKernelOf(*module, "copy");
   std::mt19937 rng(7);
   std::normal_distribution<float> dist;
   for (int32_t colStride : {1, 2})
