@@ -86,7 +86,7 @@ bool isContiguousRow(const AffineLanes &lanes, ArrayRef<int64_t> shape) {
 /// Gathers and scatters of elements narrower than 32 bits have no x86 instruction: LLVM
 /// expands one into a branch and a scalar access per lane, unrolled (a partial 8x32 bf16
 /// tile: 256 of them, where x86's code generator spent most of a matmul's compile). They
-/// go lane by lane in a loop instead, which is as fast and a fraction of the code.
+/// go lane by lane in a loop instead: the same scalar accesses, in a fraction of the code.
 bool gathersByLanes(Type element) { return elementBytes(element) < 4; }
 
 Value laneAt(OpBuilder &b, Location loc, Value vector, Value lane) {
