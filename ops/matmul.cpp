@@ -7,9 +7,9 @@
 // output type, so leaky_relu sees the exact sum that torch's matmul would round.
 //
 // Arguments: a, b, c, M, N, K, then the strides (in elements) of a, b and c along their
-// two dimensions, then negative_slope (f32) for matmul_leaky_relu, then, where the spec
-// names a third dtype (the bias's), the bias pointer and its stride. Strides are
-// arguments, so transposed and sliced views need no copy.
+// two dimensions (for b packed into panels, see `packed_b` below), then negative_slope (f32) for
+// matmul_leaky_relu, then, where the spec names a third dtype (the bias's), the bias pointer and
+// its stride. Strides are arguments, so transposed and sliced views need no copy.
 //
 // The bias (length N) is added to the accumulator before the epilogue, in the
 // accumulator's type, as torch's addmm adds it before rounding. It is read as a
@@ -484,6 +484,15 @@ OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) 
   }
   Value strideAm = stride(6), strideAk = stride(7), strideBk = stride(8), strideBn = stride(9);
   Value strideCm = stride(10), strideCn = stride(11);
+  // b packed into panels (`packed_b`, set by the CPU binding): the columns of each block
+  // column lie in their own panel, K rows of BLOCK_N contiguous elements, and the panels
+  // are stride_bn elements apart (the caller passes the panel stride there; stride_bk is
+  // BLOCK_N). A program's panel is then one contiguous run that it reads front to back,
+  // where b's own rows may lie far apart (a page or more: a TLB miss and the same cache
+  // sets for every row).
+  bool packedB = spec.config.count("packed_b") && spec.knob("packed_b") != 0;
+  if (packedB)
+    strideBk = mb.constant(blockN);
 
   // Clusters of num_ctas programs (Hopper): the programs of a cluster take vertically
   // adjacent blocks of one block column, so that they read the same tiles of B, which
@@ -575,6 +584,12 @@ OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) 
     Value ks = mb.lanes(arith::MulIOp::create(b, loc, step, mb.constant(blockK)), blockK);
     auto [aPtrs, aMask] = mb.block(a, rows, strideAm, m, ks, strideAk, k);
     auto [bPtrs, bMask] = mb.block(bPtr, ks, strideBk, k, cols, strideBn, n);
+    if (packedB) {
+      // Offsets within the program's panel, the mask by b's own columns.
+      Value panelStart = arith::MulIOp::create(b, loc, pidN, arg(9));
+      bPtrs =
+          mb.block(bPtr, ks, strideBk, k, mb.lanes(panelStart, blockN), mb.constant(1), n).first;
+    }
     Value aBlock = tt::LoadOp::create(b, loc, aPtrs, aMask);
     Value bBlock = tt::LoadOp::create(b, loc, bPtrs, bMask);
     Value acc = tt::DotOp::create(b, loc, accType, aBlock, bBlock, loop.getRegionIterArg(0));

@@ -5,6 +5,7 @@
 #ifndef TILE_RUNTIME_MATMULARGUMENTS_H
 #define TILE_RUNTIME_MATMULARGUMENTS_H
 
+#include "runtime/PanelPacking.h"
 #include "runtime/StridedOperand.h"
 #include "runtime/TensorMap.h"
 #include "tile/Compiler/Compile.h"
@@ -63,6 +64,10 @@ struct MatmulArguments {
 
   void pack(const StridedOperand &a, const StridedOperand &b, void *c, const int64_t cStrides[2],
             const StridedOperand *bias, std::optional<float> negativeSlope, int64_t indexBits);
+
+  /// b replaced by its copy in panels (a kernel specialized with `packed_b`): its row
+  /// stride becomes the panel width and its column stride the distance between panels.
+  void useBPanels(const void *panels, const PanelLayout &layout);
 
   /// The arguments of the kernel about to be launched: what pack() packed, then a
   /// stream-K kernel's workspace and flags (null for other kernels), before any tensor

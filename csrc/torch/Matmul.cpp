@@ -21,13 +21,15 @@ at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
                                /*contiguousRowsOfB=*/true);
   if (call.empty())
     return call.c;
+  auto parallelFor = [](int64_t begin, int64_t end, int64_t grainSize, const auto &body) {
+    at::parallel_for(begin, end, grainSize, body);
+  };
   auto run = [&](const tile::runtime::LaunchPlan &plan) {
+    if (plan.bPanelWidth)
+      tile::binding::packBIntoPanels(call, plan.bPanelWidth, parallelFor);
     tile::runtime::launchCpu(*plan.kernel, call.args(),
                              tile::runtime::Grid{static_cast<int32_t>(plan.programs), 1, 1},
-                             plan.grain,
-                             [](int64_t begin, int64_t end, int64_t grainSize, const auto &body) {
-                               at::parallel_for(begin, end, grainSize, body);
-                             });
+                             plan.grain, parallelFor);
   };
   if (auto plan = tile::runtime::reusePlan(call.signature)) {
     run(*plan);
@@ -40,9 +42,11 @@ at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
     int64_t perProgram = std::max<int64_t>(1, spec.config.at("BLOCK_M") *
                                                   spec.config.at("BLOCK_N") *
                                                   std::max<int64_t>(a.size(1), 1));
-    return tile::runtime::LaunchPlan{tile::runtime::KernelCache::global().get(spec, target),
-                                     programs,
-                                     std::max<int64_t>(1, (int64_t(1) << 20) / perProgram)};
+    auto packed = spec.config.find("packed_b");
+    return tile::runtime::LaunchPlan{
+        tile::runtime::KernelCache::global().get(spec, target), programs,
+        std::max<int64_t>(1, (int64_t(1) << 20) / perProgram),
+        packed != spec.config.end() && packed->second ? spec.config.at("BLOCK_N") : 0};
   };
   auto [spec, programs] = tile::binding::chooseMatmulConfig(
       call, target, [&](const tile::ops::KernelSpec &spec, int64_t programs) { run(planFor(spec, programs)); },

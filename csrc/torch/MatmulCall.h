@@ -4,6 +4,7 @@
 #define TILE_TORCH_MATMULCALL_H
 
 #include "ops/KernelSpec.h"
+#include "runtime/CpuLauncher.h"
 #include "runtime/LaunchPlans.h"
 #include "runtime/MatmulArguments.h"
 #include "tile/Compiler/Target.h"
@@ -52,6 +53,14 @@ void prepareMatmul(MatmulCall &call, const char *op, const at::Tensor &a, const 
                    std::optional<double> negativeSlope, std::optional<at::ScalarType> outDtype,
                    const std::optional<at::Tensor> &bias, const Target &target,
                    bool contiguousRowsOfB);
+
+/// Whether the CPU kernel of a call reads b from a copy in panels (see PanelPacking.h):
+/// where the call is large enough to repay the copy, whatever b's layout.
+bool packsBIntoPanels(int64_t m, int64_t n, int64_t k, int64_t elementBytes);
+
+/// b copied into panels `width` columns wide (the calling thread's panelScratch()), and
+/// the call's arguments pointed at them.
+void packBIntoPanels(MatmulCall &call, int64_t width, const runtime::ParallelFor &parallelFor);
 
 } // namespace tile::binding
 

@@ -303,6 +303,46 @@ def test_b_rows_4kb_apart_are_copied_further_apart(pair, layout):
     assert torch.equal(b, before)
 
 
+# (M, N, K) whose b reaches 4 MB (int8: 256 KB, with 512 rows of a), where the CPU
+# kernel reads b from a copy in panels of BLOCK_N columns; ragged in every dimension.
+PANEL_SHAPES = {torch.float32: (67, 1031, 1025), torch.float16: (70, 1500, 1401),
+                torch.bfloat16: (70, 1500, 1401), torch.int8: (515, 530, 503)}
+
+
+def specs_compiled(dump_dir):
+    return [p.read_text() for p in dump_dir.glob("cpu-*/matmul*/spec.txt")]
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "b_transposed", "row_steps", "column_steps"])
+@pytest.mark.parametrize("op, pair", OP_PAIRS)
+def test_large_b_is_read_from_panels(op, pair, layout, tmp_path):
+    # Past the L2 the microkernel's walk down b's rows (a page apart or more) stalls on the
+    # TLB and the caches: the call copies b into panels, each block column's K rows in one
+    # contiguous run, from any layout, and a kernel specialized on it reads them. The
+    # result matches torch, and b is left as it was.
+    shape = PANEL_SHAPES[pair.inputs]
+    if layout == "contiguous":
+        a, b = random_inputs(shape, pair.inputs)
+    else:
+        a, b = strided_inputs(layout, shape, pair.inputs)
+    with torch_tile.config.patch(dump_dir=tmp_path):
+        torch_tile.runtime.clear_cache()
+        check(op, a, b, pair)
+    specs = specs_compiled(tmp_path)
+    assert specs and all("packed_b=1" in spec for spec in specs), specs
+
+
+def test_small_b_is_read_in_place(tmp_path):
+    # Below the L2's size b is read through its strides: a copy would not repay itself.
+    pair = PAIRS[0].values[0]
+    a, b = random_inputs((67, 257, 255), pair.inputs)
+    with torch_tile.config.patch(dump_dir=tmp_path):
+        torch_tile.runtime.clear_cache()
+        check("matmul", a, b, pair)
+    specs = specs_compiled(tmp_path)
+    assert specs and not any("packed_b" in spec for spec in specs), specs
+
+
 def test_clear_cache_returns_the_kernels_memory():
     # Each kernel loaded on the CPU holds JIT code (~50 KB): clear_cache() must unload it,
     # or a program that clears and reloads grows without end. In a process of its own, so

@@ -1,0 +1,139 @@
+#include "runtime/PanelPacking.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
+namespace {
+
+/// Copies `count` runs of `Bytes` bytes: a constant size lets the compiler move each run
+/// with a few vector moves instead of a call to memcpy.
+template <int64_t Bytes>
+void copyRuns(const char *from, int64_t fromStride, char *to, int64_t toStride, int64_t count) {
+  for (int64_t i = 0; i < count; ++i)
+    std::memcpy(to + i * toStride, from + i * fromStride, Bytes);
+}
+
+void copyRuns(const char *from, int64_t fromStride, char *to, int64_t toStride, int64_t count,
+              int64_t bytes) {
+  switch (bytes) {
+  case 32:
+    return copyRuns<32>(from, fromStride, to, toStride, count);
+  case 64:
+    return copyRuns<64>(from, fromStride, to, toStride, count);
+  case 128:
+    return copyRuns<128>(from, fromStride, to, toStride, count);
+  default:
+    for (int64_t i = 0; i < count; ++i)
+      std::memcpy(to + i * toStride, from + i * fromStride, bytes);
+  }
+}
+
+struct FreeBuffer {
+  void operator()(void *p) const { std::free(p); }
+};
+
+/// Huge pages (2 MB) where the buffer spans them: a panel walk then crosses a page
+/// boundary once per 2 MB instead of once per 4 KB.
+constexpr int64_t kHugePage = int64_t(2) << 20;
+
+std::unique_ptr<void, FreeBuffer> allocate(int64_t bytes) {
+  int64_t alignment = bytes >= kHugePage ? kHugePage : 64;
+  int64_t rounded = (bytes + alignment - 1) / alignment * alignment;
+  void *p = std::aligned_alloc(size_t(alignment), size_t(rounded));
+  if (!p)
+    throw std::bad_alloc();
+#if defined(__linux__)
+  if (alignment == kHugePage)
+    madvise(p, size_t(rounded), MADV_HUGEPAGE); // advice only: 4 KB pages work as well
+#endif
+  return std::unique_ptr<void, FreeBuffer>(p);
+}
+
+/// Element by element, for a source whose columns are not contiguous: panel by panel,
+/// column by column down the rows (a transposed b's columns are its contiguous runs).
+template <typename Element>
+void packStrided(const Element *from, int64_t rowStride, int64_t colStride,
+                 const tile::runtime::PanelLayout &layout, Element *to, int64_t firstPanel,
+                 int64_t lastPanel) {
+  int64_t width = layout.width, rows = layout.rows;
+  for (int64_t p = firstPanel; p < lastPanel; ++p) {
+    int64_t columns = std::min(width, layout.cols - p * width);
+    Element *panel = to + p * rows * width;
+    for (int64_t j = 0; j < columns; ++j) {
+      const Element *column = from + (p * width + j) * colStride;
+      for (int64_t r = 0; r < rows; ++r)
+        panel[r * width + j] = column[r * rowStride];
+    }
+  }
+}
+
+} // namespace
+
+void *tile::runtime::panelScratch(int64_t bytes) {
+  thread_local std::unique_ptr<void, FreeBuffer> kept;
+  thread_local int64_t keptBytes = 0;
+  thread_local std::unique_ptr<void, FreeBuffer> once;
+  once.reset();
+  if (bytes > kRetainedPanelBytes) {
+    once = allocate(bytes);
+    return once.get();
+  }
+  if (bytes > keptBytes) {
+    kept.reset();
+    kept = allocate(bytes);
+    keptBytes = bytes;
+  }
+  return kept.get();
+}
+
+void tile::runtime::packPanels(const void *source, int64_t rowStride, int64_t colStride,
+                               const PanelLayout &layout, void *panels,
+                               const ParallelFor &parallelFor) {
+  const char *from = static_cast<const char *>(source);
+  char *to = static_cast<char *>(panels);
+  int64_t eb = layout.elementBytes, width = layout.width, rows = layout.rows;
+  if (colStride != 1 && layout.cols > 1) {
+    parallelFor(0, layout.panels(), 1, [&](int64_t first, int64_t last) {
+      switch (eb) {
+      case 1:
+        return packStrided(reinterpret_cast<const uint8_t *>(from), rowStride, colStride, layout,
+                           reinterpret_cast<uint8_t *>(to), first, last);
+      case 2:
+        return packStrided(reinterpret_cast<const uint16_t *>(from), rowStride, colStride, layout,
+                           reinterpret_cast<uint16_t *>(to), first, last);
+      case 4:
+        return packStrided(reinterpret_cast<const uint32_t *>(from), rowStride, colStride, layout,
+                           reinterpret_cast<uint32_t *>(to), first, last);
+      default:
+        return packStrided(reinterpret_cast<const uint64_t *>(from), rowStride, colStride, layout,
+                           reinterpret_cast<uint64_t *>(to), first, last);
+      }
+    });
+    return;
+  }
+  int64_t runBytes = width * eb, fromStride = rowStride * eb;
+  // A task takes a range of panels; within it, a few panels side by side walk down
+  // the rows together, so that each source row is read as one longer run.
+  constexpr int64_t kPanelsAbreast = 8, kRowsAtOnce = 64;
+  parallelFor(0, layout.panels(), 1, [&](int64_t first, int64_t last) {
+    for (int64_t group = first; group < last; group += kPanelsAbreast)
+      for (int64_t row = 0; row < rows; row += kRowsAtOnce) {
+        int64_t count = std::min(kRowsAtOnce, rows - row);
+        for (int64_t p = group; p < std::min(group + kPanelsAbreast, last); ++p) {
+          int64_t columns = std::min(width, layout.cols - p * width);
+          const char *in = from + row * fromStride + p * runBytes;
+          char *out = to + (p * rows + row) * runBytes;
+          copyRuns(in, fromStride, out, runBytes, count,
+                   columns == width ? runBytes : columns * eb);
+        }
+      }
+  });
+}

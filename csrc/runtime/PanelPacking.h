@@ -1,0 +1,43 @@
+// b packed into panels for the CPU microkernel: each block column of b (BLOCK_N columns)
+// copied into its own contiguous run of K rows, so that a program reads its panel front
+// to back. Where b's rows lie a page or more apart, every row the microkernel loads is
+// otherwise a TLB miss, and rows a multiple of 4 KB apart evict each other from the
+// caches; MKL and oneDNN pack b for the same reason.
+#ifndef TILE_RUNTIME_PANELPACKING_H
+#define TILE_RUNTIME_PANELPACKING_H
+
+#include "runtime/CpuLauncher.h"
+
+#include <cstdint>
+
+namespace tile::runtime {
+
+/// A rows x cols matrix as panels of `width` columns: panel p
+/// holds columns [p * width, (p + 1) * width) of every row, row r at element
+/// (p * rows + r) * width. The last panel's columns past `cols` are left unwritten (the
+/// kernel masks them).
+struct PanelLayout {
+  int64_t rows = 0, cols = 0, width = 1, elementBytes = 1;
+
+  int64_t panels() const { return (cols + width - 1) / width; }
+  /// Elements from one panel to the next: what the kernel takes as b's column stride.
+  int64_t panelStride() const { return rows * width; }
+  int64_t bytes() const { return panels() * panelStride() * elementBytes; }
+};
+
+/// Copies `source` (strides in elements, any layout: a transposed b is packed in the
+/// same pass) into `panels` (layout.bytes() of them), over `parallelFor`'s threads.
+void packPanels(const void *source, int64_t rowStride, int64_t colStride, const PanelLayout &layout,
+                void *panels, const ParallelFor &parallelFor = serialFor);
+
+/// A buffer of at least `bytes` for the calling thread's panels, valid until its next
+/// call. Buffers up to kRetainedPanelBytes are kept for the next call: a fresh allocation
+/// of a few MB is zero-filled by the OS page by page on first touch, which cost more than
+/// the copy itself (2048^3 bf16: about 7% of the whole call).
+void *panelScratch(int64_t bytes);
+
+constexpr int64_t kRetainedPanelBytes = int64_t(64) << 20;
+
+} // namespace tile::runtime
+
+#endif

@@ -1,0 +1,121 @@
+// b copied into panels for the CPU microkernel: every element lands at its place in its
+// panel from any source layout, and a kernel specialized with packed_b reads the panels
+// as b (ragged edges included).
+#include "runtime/PanelPacking.h"
+#include "TestKernels.h"
+#include "runtime/CompileAndLoad.h"
+#include "runtime/CpuLauncher.h"
+#include "runtime/MatmulArguments.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+using namespace tile;
+using namespace tile::runtime;
+
+namespace {
+
+template <typename Element>
+void expectPanelsOf(int64_t rowStride, int64_t colStride, const char *layoutName) {
+  // 37 x 70 in panels of 32 columns: two whole panels and one of 6 columns.
+  const int64_t rows = 37, cols = 70, width = 32;
+  int64_t span = (rows - 1) * rowStride + (cols - 1) * colStride + 1;
+  std::vector<Element> source(size_t(span), Element(0));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < cols; ++j)
+      source[size_t(r * rowStride + j * colStride)] = Element(r * 131 + j * 7 + 1);
+  PanelLayout layout{rows, cols, width, int64_t(sizeof(Element))};
+  ASSERT_EQ(layout.panels(), 3);
+  ASSERT_EQ(layout.panelStride(), rows * width);
+  constexpr Element kUntouched = Element(0x5a);
+  std::vector<Element> panels(size_t(layout.bytes() / int64_t(sizeof(Element))), kUntouched);
+  // Two tasks, as at::parallel_for would split the panels over two threads.
+  ParallelFor twoTasks = [](int64_t begin, int64_t end, int64_t,
+                            const std::function<void(int64_t, int64_t)> &body) {
+    int64_t middle = begin + (end - begin) / 2;
+    body(begin, middle);
+    body(middle, end);
+  };
+  packPanels(source.data(), rowStride, colStride, layout, panels.data(), twoTasks);
+  for (int64_t p = 0; p < layout.panels(); ++p)
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t jj = 0; jj < width; ++jj) {
+        int64_t j = p * width + jj;
+        Element got = panels[size_t((p * rows + r) * width + jj)];
+        Element want = j < cols ? source[size_t(r * rowStride + j * colStride)] : kUntouched;
+        ASSERT_EQ(got, want) << layoutName << " panel " << p << " row " << r << " column " << jj
+                             << " (" << sizeof(Element) << "-byte elements)";
+      }
+}
+
+TEST(PanelPacking, EveryElementLandsInItsPanel) {
+  for (auto [rowStride, colStride, name] : {std::tuple{int64_t(70), int64_t(1), "contiguous"},
+                                            {int64_t(1), int64_t(37), "transposed"},
+                                            {int64_t(211), int64_t(1), "rows apart"},
+                                            {int64_t(213), int64_t(3), "column steps"}}) {
+    expectPanelsOf<uint8_t>(rowStride, colStride, name);
+    expectPanelsOf<uint16_t>(rowStride, colStride, name);
+    expectPanelsOf<uint32_t>(rowStride, colStride, name);
+  }
+}
+
+TEST(PanelPacking, ScratchIsKeptUpToItsLimit) {
+  void *first = panelScratch(4096);
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(first) % 64, 0u) << "panels start on a cache line";
+  std::memset(first, 1, 4096);
+  EXPECT_EQ(panelScratch(1024), first) << "a smaller call reuses the kept buffer";
+  void *larger = panelScratch(int64_t(3) << 20);
+  std::memset(larger, 2, size_t(3) << 20);
+  EXPECT_EQ(panelScratch(int64_t(3) << 20), larger) << "the grown buffer is kept";
+  void *huge = panelScratch(kRetainedPanelBytes + 4096);
+  std::memset(huge, 3, size_t(kRetainedPanelBytes + 4096));
+  EXPECT_EQ(panelScratch(4096), larger) << "a buffer past the limit is not kept in its place";
+}
+
+TEST(PanelPacking, KernelWithPackedBReadsPanels) {
+  // The same product as from b itself, at a shape with a partial block column (45 of 64
+  // columns in the second panel), partial block rows and a K of no whole BLOCK_K.
+  auto spec = tile::testing::matmulSpec("matmul_leaky_relu", "f32", "f32", 8, 32, 16);
+  spec.config["packed_b"] = 1;
+  auto kernel = compileAndLoad(spec, Target::host());
+  const int64_t m = 21, n = 45, k = 19;
+  std::mt19937 rng(11);
+  std::normal_distribution<float> dist;
+  std::vector<float> a(size_t(m * k)), b(size_t(k * n)), c(size_t(m * n) + 8, NAN);
+  for (auto &x : a)
+    x = dist(rng);
+  for (auto &x : b)
+    x = dist(rng);
+  PanelLayout layout{k, n, 32, 4};
+  std::vector<float> panels(size_t(layout.bytes() / 4), NAN);
+  packPanels(b.data(), n, 1, layout, panels.data());
+  StridedOperand aOperand{a.data(), 2, {m, k}, {k, 1}, 4}, bOperand{b.data(), 2, {k, n}, {n, 1}, 4};
+  int64_t cStrides[2] = {n, 1};
+  MatmulArguments arguments;
+  float slope = 0.25f;
+  arguments.pack(aOperand, bOperand, c.data(), cStrides, nullptr, slope, 32);
+  arguments.useBPanels(panels.data(), layout);
+  EXPECT_EQ(*static_cast<int32_t *>(arguments.args[8]), 32) << "b's row stride is the panel width";
+  EXPECT_EQ(*static_cast<int32_t *>(arguments.args[9]), k * 32)
+      << "b's column stride is the panel stride";
+  launchCpu(*kernel, arguments.args, Grid{int32_t(((m + 7) / 8) * ((n + 31) / 32)), 1, 1}, 1);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = 0;
+      for (int64_t kk = 0; kk < k; ++kk)
+        sum += double(a[size_t(i * k + kk)]) * b[size_t(kk * n + j)];
+      double expected = sum > 0 ? sum : sum * slope;
+      ASSERT_NEAR(c[size_t(i * n + j)], expected, 1e-4 * (1 + std::abs(expected)))
+          << i << ", " << j;
+    }
+  for (size_t i = size_t(m * n); i < c.size(); ++i)
+    ASSERT_TRUE(std::isnan(c[i])) << "kernel wrote past the end of C";
+}
+
+} // namespace
