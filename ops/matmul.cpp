@@ -26,6 +26,7 @@
 #include "mlir/IR/Builders.h"
 
 #include <stdexcept>
+#include <tuple>
 
 using namespace mlir;
 
@@ -490,9 +491,27 @@ OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) 
   // BLOCK_N). A program's panel is then one contiguous run that it reads front to back,
   // where b's own rows may lie far apart (a page or more: a TLB miss and the same cache
   // sets for every row).
-  bool packedB = spec.config.count("packed_b") && spec.knob("packed_b") != 0;
+  //
+  // packed_b = g > 1 keeps g consecutive k of each column side by side in the panel: row r
+  // of the panel holds (k = r * g + s, column j) at r * BLOCK_N * g + j * g + s. That is
+  // the operand of x86's dot-product instructions (vdpbf16ps takes pairs of bf16, vpdpbusd
+  // quads of int8), which then read it with no shuffle. The panel is whole: its K rows are
+  // rounded up to a multiple of g and its BLOCK_N columns filled, with zeros past b's own
+  // (the caller writes them), and the dot reads each group of a's k as one 32-bit word,
+  // so a's k must be unit-stride.
+  int64_t packedB = spec.config.count("packed_b") ? spec.knob("packed_b") : 0;
+  if (packedB != 0 && packedB != 1 && packedB != 2 && packedB != 4)
+    throw std::invalid_argument(spec.op + " packed_b must be 0 (b read in place), 1 (panels) or the k "
+                                "per group of its panels, 2 or 4; got " + std::to_string(packedB));
+  int64_t kGroup = std::max<int64_t>(packedB, 1);
+  if (kGroup > 1 && blockK % kGroup != 0)
+    throw std::invalid_argument(spec.op + " packed_b=" + std::to_string(kGroup) + " needs BLOCK_K a multiple of " +
+                                std::to_string(kGroup) + ", got " + std::to_string(blockK));
+  if (kGroup > 1 && !isUnit(7))
+    throw std::invalid_argument(spec.op + " packed_b=" + std::to_string(kGroup) +
+                                " reads a's k in groups, which needs a's column stride to be 1 (unit_strides bit 1)");
   if (packedB)
-    strideBk = mb.constant(blockN);
+    strideBk = mb.constant(blockN * kGroup);
 
   // Clusters of num_ctas programs (Hopper): the programs of a cluster take vertically
   // adjacent blocks of one block column, so that they read the same tiles of B, which
@@ -584,7 +603,14 @@ OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) 
     Value ks = mb.lanes(arith::MulIOp::create(b, loc, step, mb.constant(blockK)), blockK);
     auto [aPtrs, aMask] = mb.block(a, rows, strideAm, m, ks, strideAk, k);
     auto [bPtrs, bMask] = mb.block(bPtr, ks, strideBk, k, cols, strideBn, n);
-    if (packedB) {
+    if (kGroup > 1) {
+      // The program's panel as (BLOCK_K / g) x (BLOCK_N * g), all of it readable: its
+      // rows of groups up to ceil(K / g), every lane of a row.
+      Value panelStart = arith::MulIOp::create(b, loc, pidN, arg(9));
+      Value groupRows = mb.lanes(arith::MulIOp::create(b, loc, step, mb.constant(blockK / kGroup)), blockK / kGroup);
+      std::tie(bPtrs, bMask) = mb.block(bPtr, groupRows, strideBk, mb.ceilDiv(k, kGroup), mb.lanes(panelStart, blockN * kGroup),
+                                        mb.constant(1), arith::AddIOp::create(b, loc, panelStart, mb.constant(blockN * kGroup)));
+    } else if (packedB) {
       // Offsets within the program's panel, the mask by b's own columns.
       Value panelStart = arith::MulIOp::create(b, loc, pidN, arg(9));
       bPtrs =
@@ -592,7 +618,10 @@ OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) 
     }
     Value aBlock = tt::LoadOp::create(b, loc, aPtrs, aMask);
     Value bBlock = tt::LoadOp::create(b, loc, bPtrs, bMask);
-    Value acc = tt::DotOp::create(b, loc, accType, aBlock, bBlock, loop.getRegionIterArg(0));
+    auto dot = tt::DotOp::create(b, loc, accType, aBlock, bBlock, loop.getRegionIterArg(0));
+    if (kGroup > 1)
+      dot.setBKGroup(kGroup);
+    Value acc = dot;
     scf::YieldOp::create(b, loc, acc);
   }
   b.setInsertionPointAfter(loop);

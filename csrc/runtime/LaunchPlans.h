@@ -21,6 +21,7 @@ struct LaunchPlan {
   int64_t programs = 0;
   int64_t grain = 1; ///< program instances per CPU task at least
   int64_t bPanelWidth = 0; ///< b packed into panels this wide before each launch (CPU); 0: as given
+  int64_t bPanelGroup = 1; ///< rows of b side by side in its panels (PanelLayout::group)
 };
 
 /// A call's signature as plain numbers: the op, the dtypes, the device, the sizes and the

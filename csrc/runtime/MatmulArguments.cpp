@@ -118,12 +118,12 @@ void MatmulArguments::pack(const StridedOperand &aOperand, const StridedOperand 
 void MatmulArguments::useBPanels(const void *panels, const PanelLayout &layout) {
   b = panels;
   // The strides of b are values 5 and 6 (after M, N, K and a's two).
-  for (auto [i, value] : {std::pair{5, layout.width}, {6, layout.panelStride()}}) {
+  for (auto [i, value] : {std::pair{5, layout.width * layout.group}, {6, layout.panelStride()}}) {
     wide[i] = value;
     narrow[i] = static_cast<int32_t>(value);
   }
   operands[1].data = panels;
-  operands[1].strides[0] = layout.width;
+  operands[1].strides[0] = layout.width * layout.group;
   operands[1].strides[1] = layout.panelStride();
 }
 

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <stdexcept>
+#include <string>
 
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -75,6 +77,50 @@ void packStrided(const Element *from, int64_t rowStride, int64_t colStride,
   }
 }
 
+/// One word of `Group` consecutive rows of a column (little-endian: row r % Group at the
+/// lower address), for rows that are contiguous and a whole group.
+template <typename Element, int Group>
+void interleaveRows(const Element *from, int64_t rowStride, uint32_t *to, int64_t count) {
+  static_assert(sizeof(Element) * Group == sizeof(uint32_t));
+  constexpr int kBits = 8 * sizeof(Element);
+  for (int64_t j = 0; j < count; ++j) {
+    uint32_t word = 0;
+    for (int s = 0; s < Group; ++s)
+      word |= uint32_t(from[s * rowStride + j]) << (s * kBits);
+    to[j] = word;
+  }
+}
+
+/// Panels of rows in groups (PanelLayout::group > 1), written whole: a row-major source is
+/// interleaved a row of groups at a time, any other element by element.
+template <typename Element>
+void packGrouped(const Element *from, int64_t rowStride, int64_t colStride,
+                 const tile::runtime::PanelLayout &layout, Element *to, int64_t firstPanel,
+                 int64_t lastPanel) {
+  int64_t width = layout.width, g = layout.group, rows = layout.rows;
+  for (int64_t p = firstPanel; p < lastPanel; ++p) {
+    int64_t columns = std::min(width, layout.cols - p * width);
+    Element *panel = to + p * layout.panelStride();
+    for (int64_t group = 0; group < layout.groupRows(); ++group) {
+      Element *out = panel + group * width * g;
+      const Element *in = from + p * width * colStride + group * g * rowStride;
+      int64_t valid = std::min(g, rows - group * g);
+      if (colStride == 1 && valid == g && sizeof(Element) * g == sizeof(uint32_t)) {
+        auto *words = reinterpret_cast<uint32_t *>(out);
+        if constexpr (sizeof(Element) == 2)
+          interleaveRows<Element, 2>(in, rowStride, words, columns);
+        else if constexpr (sizeof(Element) == 1)
+          interleaveRows<Element, 4>(in, rowStride, words, columns);
+      } else {
+        for (int64_t j = 0; j < columns; ++j)
+          for (int64_t s = 0; s < g; ++s)
+            out[j * g + s] = s < valid ? in[j * colStride + s * rowStride] : Element(0);
+      }
+      std::fill(out + columns * g, out + width * g, Element(0));
+    }
+  }
+}
+
 } // namespace
 
 void *tile::runtime::panelScratch(int64_t bytes) {
@@ -100,6 +146,20 @@ void tile::runtime::packPanels(const void *source, int64_t rowStride, int64_t co
   const char *from = static_cast<const char *>(source);
   char *to = static_cast<char *>(panels);
   int64_t eb = layout.elementBytes, width = layout.width, rows = layout.rows;
+  if (layout.group > 1) {
+    if (eb * layout.group != int64_t(sizeof(uint32_t)))
+      throw std::invalid_argument("panels in groups of " + std::to_string(layout.group) + " rows hold " +
+                                  std::to_string(4 / layout.group) + "-byte elements, got " + std::to_string(eb));
+    parallelFor(0, layout.panels(), 1, [&](int64_t first, int64_t last) {
+      if (eb == 2)
+        packGrouped(reinterpret_cast<const uint16_t *>(from), rowStride, colStride, layout,
+                    reinterpret_cast<uint16_t *>(to), first, last);
+      else
+        packGrouped(reinterpret_cast<const uint8_t *>(from), rowStride, colStride, layout,
+                    reinterpret_cast<uint8_t *>(to), first, last);
+    });
+    return;
+  }
   if (colStride != 1 && layout.cols > 1) {
     parallelFor(0, layout.panels(), 1, [&](int64_t first, int64_t last) {
       switch (eb) {

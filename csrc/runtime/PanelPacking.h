@@ -16,12 +16,21 @@ namespace tile::runtime {
 /// holds columns [p * width, (p + 1) * width) of every row, row r at element
 /// (p * rows + r) * width. The last panel's columns past `cols` are left unwritten (the
 /// kernel masks them).
+///
+/// With `group` g > 1, g consecutive rows of a column lie side by side, the operand
+/// layout of x86's dot-product instructions (vdpbf16ps: pairs of bf16; vpdpbusd: quads
+/// of int8): element (r, j) of panel p is at p * panelStride() + ((r / g) * width + j) * g
+/// + r % g. Such panels are written whole: zeros past `rows` (up to a multiple of g) and
+/// past `cols` (up to a multiple of width), so that the kernel reads every lane of a
+/// row of groups without masks.
 struct PanelLayout {
-  int64_t rows = 0, cols = 0, width = 1, elementBytes = 1;
+  int64_t rows = 0, cols = 0, width = 1, elementBytes = 1, group = 1;
 
   int64_t panels() const { return (cols + width - 1) / width; }
+  /// Rows of groups: rows / group, rounded up.
+  int64_t groupRows() const { return (rows + group - 1) / group; }
   /// Elements from one panel to the next: what the kernel takes as b's column stride.
-  int64_t panelStride() const { return rows * width; }
+  int64_t panelStride() const { return groupRows() * group * width; }
   int64_t bytes() const { return panels() * panelStride() * elementBytes; }
 };
 

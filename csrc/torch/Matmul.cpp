@@ -26,7 +26,7 @@ at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
   };
   auto run = [&](const tile::runtime::LaunchPlan &plan) {
     if (plan.bPanelWidth)
-      tile::binding::packBIntoPanels(call, plan.bPanelWidth, parallelFor);
+      tile::binding::packBIntoPanels(call, plan.bPanelWidth, plan.bPanelGroup, parallelFor);
     tile::runtime::launchCpu(*plan.kernel, call.args(),
                              tile::runtime::Grid{static_cast<int32_t>(plan.programs), 1, 1},
                              plan.grain, parallelFor);
@@ -43,10 +43,10 @@ at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
                                                   spec.config.at("BLOCK_N") *
                                                   std::max<int64_t>(a.size(1), 1));
     auto packed = spec.config.find("packed_b");
-    return tile::runtime::LaunchPlan{
-        tile::runtime::KernelCache::global().get(spec, target), programs,
-        std::max<int64_t>(1, (int64_t(1) << 20) / perProgram),
-        packed != spec.config.end() && packed->second ? spec.config.at("BLOCK_N") : 0};
+    int64_t group = packed != spec.config.end() ? packed->second : 0;
+    return tile::runtime::LaunchPlan{tile::runtime::KernelCache::global().get(spec, target), programs,
+                                     std::max<int64_t>(1, (int64_t(1) << 20) / perProgram),
+                                     group ? spec.config.at("BLOCK_N") : 0, std::max<int64_t>(group, 1)};
   };
   auto [spec, programs] = tile::binding::chooseMatmulConfig(
       call, target, [&](const tile::ops::KernelSpec &spec, int64_t programs) { run(planFor(spec, programs)); },

@@ -80,6 +80,17 @@ tile::runtime::StridedOperand operandOf(const at::Tensor &t) {
 
 } // namespace
 
+/// Bits of the `unit_strides` knob (bit i: the kernel's argument 6 + i; a's strides are
+/// bits 0-1, b's 2-3, c's 4-5): the column strides of a and b, and of c.
+constexpr int64_t kUnitColumnStridesOfAB = 1 << 1 | 1 << 3;
+constexpr int64_t kUnitColumnStrideOfA = 1 << 1;
+constexpr int64_t kUnitColumnStrideOfB = 1 << 3;
+constexpr int64_t kUnitColumnStrideOfC = 1 << 5;
+
+// The signature's slots.
+enum Slot { kOp, kInput, kOutput, kBias, kIndexBits, kM, kN, kK, kUnitStrides, kDivisibility,
+            kTf32, kDevice };
+
 std::pair<tile::ops::KernelSpec, int64_t>
 tile::binding::MatmulCall::withConfig(const std::map<std::string, int64_t> &knobs) const {
   ops::KernelSpec tuned = spec;
@@ -93,6 +104,10 @@ tile::binding::MatmulCall::withConfig(const std::map<std::string, int64_t> &knob
     tuned.config[name] = value;
   }
   tuned.config = ops::withCurrentSpellings(tuned.config, *target);
+  // Panels in groups of k suit some blocks only: tuned ones get them where they do.
+  if (auto packed = tuned.config.find("packed_b"); packed != tuned.config.end() && packed->second)
+    packed->second = panelGroupFor(*target, tuned.dtypes.at(0), signature[kUnitStrides] & kUnitColumnStrideOfA,
+                                   tuned.config);
   if (!knobs.count("num_stages"))
     tuned.config = ops::withStagesThatFit(tuned.config, *target, tuned.dtypes.at(0));
   int64_t programs = runtime::matmulPrograms(tuned.config, c.size(0), c.size(1));
@@ -100,16 +115,6 @@ tile::binding::MatmulCall::withConfig(const std::map<std::string, int64_t> &knob
     throw std::invalid_argument("the config needs more than 2**31 program instances");
   return {tuned, programs};
 }
-
-/// Bits of the `unit_strides` knob (bit i: the kernel's argument 6 + i; a's strides are
-/// bits 0-1, b's 2-3, c's 4-5): the column strides of a and b, and of c.
-constexpr int64_t kUnitColumnStridesOfAB = 1 << 1 | 1 << 3;
-constexpr int64_t kUnitColumnStrideOfB = 1 << 3;
-constexpr int64_t kUnitColumnStrideOfC = 1 << 5;
-
-// The signature's slots.
-enum Slot { kOp, kInput, kOutput, kBias, kIndexBits, kM, kN, kK, kUnitStrides, kDivisibility,
-            kTf32, kDevice };
 
 void tile::binding::prepareMatmul(MatmulCall &call, const char *op, const at::Tensor &a,
                                   const at::Tensor &b, std::optional<double> negativeSlope,
@@ -212,7 +217,8 @@ void tile::binding::MatmulCall::specify() {
     spec.config["divisibility_16"] = signature[kDivisibility];
   if (target->kind == TargetKind::Cpu &&
       packsBIntoPanels(signature[kM], signature[kN], signature[kK], a.element_size()))
-    spec.config["packed_b"] = 1;
+    spec.config["packed_b"] = panelGroupFor(*target, spec.dtypes[0], signature[kUnitStrides] & kUnitColumnStrideOfA,
+                                            spec.config);
   if (signature[kTf32] >= 0)
     spec.config["allow_tf32"] = signature[kTf32];
   programs = runtime::matmulPrograms(spec.config, signature[kM], signature[kN]);
@@ -238,9 +244,21 @@ bool tile::binding::packsBIntoPanels(int64_t m, int64_t n, int64_t k, int64_t el
   return bytes >= kPastTheL2 || (elementBytes == 1 && m >= kInt8Rows && bytes >= kInt8Bytes);
 }
 
-void tile::binding::packBIntoPanels(MatmulCall &call, int64_t width,
+int64_t tile::binding::panelGroupFor(const Target &target, const std::string &inputDtype, bool unitKOfA,
+                                     const std::map<std::string, int64_t> &config) {
+  // The kernel's dot takes 16 lanes of 32 bits at a time, and a block's k whole groups.
+  constexpr int64_t kDotLanes = 16;
+  int64_t group = inputDtype == "bf16" && target.hasFeature("avx512bf16") ? 2
+                  : inputDtype == "i8" && target.hasFeature("avx512vnni") ? 4
+                                                                            : 1;
+  if (!unitKOfA || config.at("BLOCK_N") % kDotLanes != 0 || config.at("BLOCK_K") % group != 0)
+    return 1;
+  return group;
+}
+
+void tile::binding::packBIntoPanels(MatmulCall &call, int64_t width, int64_t group,
                                     const runtime::ParallelFor &parallelFor) {
-  runtime::PanelLayout layout{call.b.size(0), call.b.size(1), width, call.b.element_size()};
+  runtime::PanelLayout layout{call.b.size(0), call.b.size(1), width, call.b.element_size(), group};
   void *panels = runtime::panelScratch(layout.bytes());
   runtime::packPanels(call.b.data_ptr(), call.b.stride(0), call.b.stride(1), layout, panels,
                       parallelFor);

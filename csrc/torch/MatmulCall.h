@@ -58,9 +58,17 @@ void prepareMatmul(MatmulCall &call, const char *op, const at::Tensor &a, const 
 /// where the call is large enough to repay the copy, whatever b's layout.
 bool packsBIntoPanels(int64_t m, int64_t n, int64_t k, int64_t elementBytes);
 
-/// b copied into panels `width` columns wide (the calling thread's panelScratch()), and
-/// the call's arguments pointed at them.
-void packBIntoPanels(MatmulCall &call, int64_t width, const runtime::ParallelFor &parallelFor);
+/// The `packed_b` knob of a CPU call whose b is read from panels: the k per group of the
+/// panels (PanelLayout::group) where the host's dot-product instruction takes b's k in
+/// groups for this dtype (vdpbf16ps: bf16 pairs; vpdpbusd: int8 quads), the blocks suit it
+/// and a's k is unit-stride (the kernel reads a's group as one word); otherwise 1.
+int64_t panelGroupFor(const Target &target, const std::string &inputDtype, bool unitKOfA,
+                      const std::map<std::string, int64_t> &config);
+
+/// b copied into panels `width` columns wide with `group` rows side by side (the calling
+/// thread's panelScratch()), and the call's arguments pointed at them.
+void packBIntoPanels(MatmulCall &call, int64_t width, int64_t group,
+                     const runtime::ParallelFor &parallelFor);
 
 } // namespace tile::binding
 

@@ -134,6 +134,38 @@ TEST_P(GroupedDots, TakeTheDotProductInstructionWhereTheCpuHasIt) {
   }
 }
 
+TEST_P(GroupedDots, ReadBInGroupsOfKWithNoInterleave) {
+  // b packed in groups of k (packed_b = 2 for bf16, 4 for int8) is the instruction's
+  // operand as loaded: the kernel multiplies with it and permutes nothing, at full blocks
+  // and edges alike. A target without the instruction refuses the layout.
+  const GroupedDotCase &c = GetParam();
+  Target with;
+  with.kind = TargetKind::Cpu;
+  with.arch = "znver4";
+  std::string common = "+avx2,+avx512bw,+avx512dq,+avx512f,+avx512vbmi,+avx512vl,+f16c,+fma";
+  with.features = common + ",+" + c.feature;
+  Target without = with;
+  without.features = common + ",-" + c.feature;
+  auto spec = matmulSpec("matmul", c.in, c.out, 8, 32, 64);
+  spec.config["packed_b"] = c.in == "bf16" ? 2 : 4;
+  spec.config["unit_strides"] = 1 << 1;
+  CompileOptions options;
+  options.keepStages = true;
+  {
+    auto context = createContext();
+    auto module = ops::buildKernel(*context, spec);
+    Binary binary = compile(*module, with, options);
+    const std::string &assembly = binary.stages.at(3).second;
+    EXPECT_NE(assembly.find(c.instruction), std::string::npos);
+    EXPECT_EQ(assembly.find(c.interleave), std::string::npos);
+  }
+  auto context = createContext();
+  auto module = ops::buildKernel(*context, spec);
+  EXPECT_ANY_THROW(compile(*module, without, options)) << "b in groups with no instruction to read them";
+  spec.config["unit_strides"] = 0;
+  EXPECT_THROW(ops::buildKernel(*context, spec), std::invalid_argument) << "a's k must be unit-stride";
+}
+
 INSTANTIATE_TEST_SUITE_P(Cpu, GroupedDots,
                          ::testing::Values(GroupedDotCase{"bf16", "bf16", "avx512bf16", "vdpbf16ps", "vpermt2w"},
                                            GroupedDotCase{"i8", "i32", "avx512vnni", "vpdpbusd", "vpermt2b"}),

@@ -12,7 +12,10 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <random>
+#include <stdexcept>
+#include <tuple>
 #include <vector>
 
 using namespace tile;
@@ -62,6 +65,52 @@ TEST(PanelPacking, EveryElementLandsInItsPanel) {
     expectPanelsOf<uint16_t>(rowStride, colStride, name);
     expectPanelsOf<uint32_t>(rowStride, colStride, name);
   }
+}
+
+template <typename Element>
+void expectGroupedPanelsOf(int64_t rowStride, int64_t colStride, const char *layoutName) {
+  // 37 x 70 in panels of 32 columns, rows in groups of 4 / sizeof(Element): the last group
+  // and the last panel are partial, and are filled with zeros.
+  const int64_t rows = 37, cols = 70, width = 32, group = 4 / int64_t(sizeof(Element));
+  int64_t span = (rows - 1) * rowStride + (cols - 1) * colStride + 1;
+  std::vector<Element> source(size_t(span), Element(0x77));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < cols; ++j)
+      source[size_t(r * rowStride + j * colStride)] = Element(r * 131 + j * 7 + 1);
+  PanelLayout layout{rows, cols, width, int64_t(sizeof(Element)), group};
+  ASSERT_EQ(layout.groupRows(), (rows + group - 1) / group);
+  ASSERT_EQ(layout.panelStride(), layout.groupRows() * group * width);
+  std::vector<Element> panels(size_t(layout.bytes() / int64_t(sizeof(Element))), Element(0x5a));
+  ParallelFor twoTasks = [](int64_t begin, int64_t end, int64_t,
+                            const std::function<void(int64_t, int64_t)> &body) {
+    int64_t middle = begin + (end - begin) / 2;
+    body(begin, middle);
+    body(middle, end);
+  };
+  packPanels(source.data(), rowStride, colStride, layout, panels.data(), twoTasks);
+  for (int64_t p = 0; p < layout.panels(); ++p)
+    for (int64_t r = 0; r < layout.groupRows() * group; ++r)
+      for (int64_t jj = 0; jj < width; ++jj) {
+        int64_t j = p * width + jj;
+        size_t at = size_t(p * layout.panelStride() + ((r / group) * width + jj) * group + r % group);
+        Element want = j < cols && r < rows ? source[size_t(r * rowStride + j * colStride)] : Element(0);
+        ASSERT_EQ(panels[at], want) << layoutName << " panel " << p << " row " << r << " column " << jj << " (groups of "
+                                    << group << ")";
+      }
+}
+
+TEST(PanelPacking, EveryElementLandsInItsGroupOfRows) {
+  for (auto [rowStride, colStride, name] : {std::tuple{int64_t(70), int64_t(1), "contiguous"},
+                                            {int64_t(1), int64_t(37), "transposed"},
+                                            {int64_t(211), int64_t(1), "rows apart"},
+                                            {int64_t(213), int64_t(3), "column steps"}}) {
+    expectGroupedPanelsOf<uint8_t>(rowStride, colStride, name);
+    expectGroupedPanelsOf<uint16_t>(rowStride, colStride, name);
+  }
+  PanelLayout wrongWidth{4, 4, 32, 4, 2};
+  std::vector<uint32_t> source(16), panels(size_t(wrongWidth.bytes() / 4));
+  EXPECT_THROW(packPanels(source.data(), 4, 1, wrongWidth, panels.data()), std::invalid_argument)
+      << "groups of rows are 32-bit words";
 }
 
 TEST(PanelPacking, ScratchIsKeptUpToItsLimit) {
@@ -117,5 +166,97 @@ TEST(PanelPacking, KernelWithPackedBReadsPanels) {
   for (size_t i = size_t(m * n); i < c.size(); ++i)
     ASSERT_TRUE(std::isnan(c[i])) << "kernel wrote past the end of C";
 }
+
+} // namespace
+
+namespace {
+
+/// bf16 (the top half of an f32's bits) and int8 as the kernels take them.
+uint16_t bf16Bits(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  return uint16_t(bits >> 16);
+}
+
+float fromBf16(uint16_t bits) {
+  uint32_t word = uint32_t(bits) << 16;
+  float x;
+  std::memcpy(&x, &word, 4);
+  return x;
+}
+
+struct GroupedPanelCase {
+  const char *in, *out, *feature;
+  int64_t group;
+};
+
+class GroupedPanels : public ::testing::TestWithParam<GroupedPanelCase> {};
+
+TEST_P(GroupedPanels, KernelReadsBInGroupsOfK) {
+  // A kernel specialized with packed_b = g reads b's panels in groups of g k with the
+  // host's dot-product instruction: the same product as torch's, in full blocks and at
+  // every ragged edge (a K of no whole group, partial block rows and columns).
+  const GroupedPanelCase &c = GetParam();
+  if (!Target::host().hasFeature(c.feature))
+    GTEST_SKIP() << "this CPU has no " << c.feature;
+  auto spec = tile::testing::matmulSpec("matmul", c.in, c.out, 8, 32, 16);
+  spec.config["packed_b"] = c.group;
+  spec.config["unit_strides"] = 1 << 1; // a's k
+  auto kernel = compileAndLoad(spec, Target::host());
+  bool bf16 = c.group == 2;
+  std::mt19937 rng(13);
+  std::normal_distribution<float> normal;
+  std::uniform_int_distribution<int> small(-128, 127);
+  for (auto [m, n, k] : {std::tuple{int64_t(16), int64_t(64), int64_t(64)}, {int64_t(21), int64_t(45), int64_t(19)},
+                         {int64_t(9), int64_t(33), int64_t(6)}, {int64_t(8), int64_t(32), int64_t(35)}}) {
+    // Elements as raw 16- or 8-bit words, and their values.
+    std::vector<uint16_t> a16(size_t(m * k)), b16(size_t(k * n));
+    std::vector<int8_t> a8(size_t(m * k)), b8(size_t(k * n));
+    std::vector<double> av(size_t(m * k)), bv(size_t(k * n));
+    for (size_t i = 0; i < av.size(); ++i) {
+      a16[i] = bf16Bits(normal(rng));
+      a8[i] = int8_t(small(rng));
+      av[i] = bf16 ? fromBf16(a16[i]) : a8[i];
+    }
+    for (size_t i = 0; i < bv.size(); ++i) {
+      b16[i] = bf16Bits(normal(rng));
+      b8[i] = int8_t(small(rng));
+      bv[i] = bf16 ? fromBf16(b16[i]) : b8[i];
+    }
+    const void *aData = bf16 ? static_cast<const void *>(a16.data()) : a8.data();
+    const void *bData = bf16 ? static_cast<const void *>(b16.data()) : b8.data();
+    int64_t eb = bf16 ? 2 : 1;
+    PanelLayout layout{k, n, 32, eb, c.group};
+    std::vector<uint8_t> panels(size_t(layout.bytes()), 0xff);
+    packPanels(bData, n, 1, layout, panels.data());
+    std::vector<float> cf(size_t(m * n) + 8, NAN);
+    std::vector<int32_t> ci(size_t(m * n) + 8, 0x7eadbeef);
+    void *cData = bf16 ? static_cast<void *>(cf.data()) : ci.data();
+    StridedOperand aOperand{aData, 2, {m, k}, {k, 1}, eb}, bOperand{bData, 2, {k, n}, {n, 1}, eb};
+    int64_t cStrides[2] = {n, 1};
+    MatmulArguments arguments;
+    arguments.pack(aOperand, bOperand, cData, cStrides, nullptr, std::nullopt, 32);
+    arguments.useBPanels(panels.data(), layout);
+    launchCpu(*kernel, arguments.args, Grid{int32_t(((m + 7) / 8) * ((n + 31) / 32)), 1, 1}, 1);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0;
+        for (int64_t kk = 0; kk < k; ++kk)
+          sum += av[size_t(i * k + kk)] * bv[size_t(kk * n + j)];
+        if (bf16)
+          ASSERT_NEAR(cf[size_t(i * n + j)], sum, 1e-4 * (1 + std::abs(sum))) << m << "x" << n << "x" << k << " at " << i
+                                                                               << ", " << j;
+        else
+          ASSERT_EQ(ci[size_t(i * n + j)], int32_t(sum)) << m << "x" << n << "x" << k << " at " << i << ", " << j;
+      }
+    for (size_t i = size_t(m * n); i < cf.size(); ++i)
+      ASSERT_TRUE(bf16 ? std::isnan(cf[i]) : ci[i] == 0x7eadbeef) << "kernel wrote past the end of C";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cpu, GroupedPanels,
+                         ::testing::Values(GroupedPanelCase{"bf16", "f32", "avx512bf16", 2},
+                                           GroupedPanelCase{"i8", "i32", "avx512vnni", 4}),
+                         [](const ::testing::TestParamInfo<GroupedPanelCase> &info) { return std::string(info.param.in); });
 
 } // namespace

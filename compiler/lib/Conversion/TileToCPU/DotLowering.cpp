@@ -15,6 +15,10 @@
 // four int8 k per i32 lane. That is a half (a quarter) of the instructions of the
 // widened multiply-adds for the same products, and none of the conversions.
 //
+// A dot whose b keeps its k in groups (b_k_group, the CPU binding's panels for these
+// instructions) reads b's lanes as the instruction takes them: one load per 16 lanes,
+// no interleaving.
+//
 // Any other dot widens its operands to the accumulator type and becomes a
 // vector.contract, lowered to the same outer products by the LLVM stage.
 #include "CpuLowering.h"
@@ -241,25 +245,37 @@ struct GroupedDot {
   bool offsetA;
 };
 
+/// The dot-product instruction this host has for these operand and accumulator types.
+std::optional<GroupedDot> dotInstructionFor(Type element, Type accElement, const CpuDotFeatures &features) {
+  if (features.bf16 && element.isBF16() && accElement.isF32())
+    return GroupedDot{2, "llvm.x86.avx512bf16.dpbf16ps.512", false};
+  if (features.int8 && element.isInteger(8) && accElement.isInteger(32))
+    return GroupedDot{4, "llvm.x86.avx512.vpdpbusd.512", true};
+  return std::nullopt;
+}
+
 /// The grouped dot a full block of this dot can take on this host, if any.
-std::optional<GroupedDot> groupedDotFor(const OperandView &a, const OperandView &b, Type accElement, int64_t k,
-                                        int64_t n, const CpuDotFeatures &features) {
-  std::optional<GroupedDot> dot;
-  if (features.bf16 && a.element.isBF16() && b.element.isBF16() && accElement.isF32())
-    dot = GroupedDot{2, "llvm.x86.avx512bf16.dpbf16ps.512", false};
-  if (features.int8 && a.element.isInteger(8) && b.element.isInteger(8) && accElement.isInteger(32))
-    dot = GroupedDot{4, "llvm.x86.avx512.vpdpbusd.512", true};
+std::optional<GroupedDot> groupedDotFor(const OperandView &a, Type accElement, int64_t k, int64_t n,
+                                        const CpuDotFeatures &features) {
+  std::optional<GroupedDot> dot = dotInstructionFor(a.element, accElement, features);
   if (!dot || k % dot->group != 0 || n % kDotLanes != 0)
     return std::nullopt;
   return dot;
 }
 
-/// The full-block K loop of a dot by a grouped dot-product instruction: per group of k,
-/// b's rows k .. k + group - 1 interleaved column by column (b[k, j], b[k + 1, j], ...),
-/// and for each accumulator row the group (a[i, k], a[i, k + 1], ...), one 32-bit load
-/// broadcast to every lane. a's k is unit-stride.
+/// The K loop of a dot by a grouped dot-product instruction. Per group of k, each
+/// accumulator row takes the group (a[i, k], a[i, k + 1], ...), one 32-bit word of a's
+/// unit-stride k broadcast to every lane, and b's lanes as the instruction takes them:
+/// - b as KxN (`bInGroups` false; full blocks only): rows k .. k + group - 1 loaded and
+///   interleaved column by column (b[k, j], b[k + 1, j], ...);
+/// - b in groups of k (b_k_group): its row k / group holds them so already, and each 16
+///   lanes of it are one load. At the edges (`fullBlocks` false) the loop stops after b's
+///   last row that the mask keeps, b's lanes past its valid columns read zero, and a's
+///   words are read under the mask: rows past a's and k past its columns read zero, which
+///   adds nothing.
 SmallVector<Value> groupedMicrokernel(OpBuilder &b, Location loc, const OperandView &a, const OperandView &bView,
-                                      ValueRange accRows, int64_t k, const GroupedDot &dot) {
+                                      ValueRange accRows, int64_t k, const GroupedDot &dot, bool bInGroups,
+                                      bool fullBlocks) {
   auto rowType = cast<VectorType>(accRows.front().getType());
   int64_t n = rowType.getDimSize(0), g = dot.group;
   int64_t chunks = n / kDotLanes;
@@ -270,8 +286,10 @@ SmallVector<Value> groupedMicrokernel(OpBuilder &b, Location loc, const OperandV
   auto bRowType = VectorType::get({n}, bits);
   auto chunkType = VectorType::get({kDotLanes}, rowType.getElementType());
   auto operandType = VectorType::get({g * kDotLanes}, a.element);
+  auto operandBitsType = VectorType::get({g * kDotLanes}, bits);
   auto wordsType = VectorType::get({kDotLanes}, i32);
   auto ptrType = a.base.getType();
+  unsigned align = elementBytes(a.element);
   auto words = [&](OpBuilder &b, Location loc, Value v) -> Value {
     return LLVM::BitcastOp::create(b, loc, operandType, v);
   };
@@ -282,6 +300,14 @@ SmallVector<Value> groupedMicrokernel(OpBuilder &b, Location loc, const OperandV
   auto dotProduct = [&](OpBuilder &b, Location loc, Value acc, Value x, Value y) -> Value {
     return LLVM::CallIntrinsicOp::create(b, loc, chunkType, b.getStringAttr(dot.intrinsic), ValueRange{acc, x, y})
         .getResult(0);
+  };
+  auto lanesBelow = [&](OpBuilder &b, Location loc, int64_t count, Value first, Value bound) -> Value {
+    auto laneType = VectorType::get({count}, b.getI64Type());
+    Value iota = arith::ConstantOp::create(b, loc, laneType,
+                                           b.getI64VectorAttr(llvm::to_vector(llvm::seq<int64_t>(0, count))));
+    Value lanes = arith::AddIOp::create(b, loc, iota, vector::BroadcastOp::create(b, loc, laneType, first));
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, lanes,
+                                 vector::BroadcastOp::create(b, loc, laneType, bound));
   };
   Value flipSigns = arith::ConstantIntOp::create(b, loc, i32, 0x80808080);
   // Running 128 * sum of b per column, for vpdpbusd's offset a.
@@ -306,28 +332,77 @@ SmallVector<Value> groupedMicrokernel(OpBuilder &b, Location loc, const OperandV
   for (int64_t j = 0; j < n; ++j)
     for (int64_t r = 0; r < g; ++r)
       interleave.push_back(r * n + j);
+  auto rowOf = [&](OpBuilder &b, Location loc, const OperandView &view, Value row) -> Value {
+    return LLVM::GEPOp::create(b, loc, ptrType, view.element, view.base,
+                               ArrayRef<LLVM::GEPArg>{Value(arith::MulIOp::create(b, loc, row, view.rowStride))});
+  };
+  // b's groups of k for each chunk of 16 lanes.
+  auto bGroupsAt = [&](OpBuilder &b, Location loc, Value kk) {
+    SmallVector<Value> bGroups;
+    if (!bInGroups) {
+      SmallVector<Value> bRows;
+      for (int64_t r = 0; r < g; ++r)
+        bRows.push_back(LLVM::LoadOp::create(b, loc, bRowType,
+                                             rowOf(b, loc, bView, arith::AddIOp::create(b, loc, kk, i64Constant(b, loc, r))), 1));
+      SmallVector<Value> two = halves(b, loc, bRows);
+      Value all = vector::ShuffleOp::create(b, loc, two[0], two[1], interleave);
+      for (int64_t c = 0; c < chunks; ++c)
+        bGroups.push_back(words(b, loc, slice(b, loc, all, g * kDotLanes * c, g * kDotLanes)));
+      return bGroups;
+    }
+    Value row = rowOf(b, loc, bView, arith::DivUIOp::create(b, loc, kk, i64Constant(b, loc, g)));
+    for (int64_t c = 0; c < chunks; ++c) {
+      Value ptr = LLVM::GEPOp::create(b, loc, ptrType, bView.element, row,
+                                      ArrayRef<LLVM::GEPArg>{int32_t(c * g * kDotLanes)});
+      Value lanes;
+      if (fullBlocks) {
+        lanes = LLVM::LoadOp::create(b, loc, operandBitsType, ptr, align);
+      } else {
+        Value on = lanesBelow(b, loc, g * kDotLanes, i64Constant(b, loc, c * g * kDotLanes), bView.validCols);
+        Value zero = arith::ConstantOp::create(b, loc, operandBitsType, b.getZeroAttr(operandBitsType));
+        lanes = LLVM::MaskedLoadOp::create(b, loc, operandBitsType, ptr, on, zero, align);
+      }
+      bGroups.push_back(words(b, loc, lanes));
+    }
+    return bGroups;
+  };
+  // a's group (a[i, kk], ..., a[i, kk + g - 1]) as one word.
+  auto aWordAt = [&](OpBuilder &b, Location loc, int64_t i, Value kk) -> Value {
+    Value offset = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, i64Constant(b, loc, i), a.rowStride), kk);
+    Value ptr = LLVM::GEPOp::create(b, loc, ptrType, a.element, a.base, ArrayRef<LLVM::GEPArg>{offset});
+    if (fullBlocks)
+      return LLVM::LoadOp::create(b, loc, i32, ptr, align);
+    Value rowOn = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, i64Constant(b, loc, i), a.validRows);
+    Value wholeGroup =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, arith::AddIOp::create(b, loc, kk, i64Constant(b, loc, g)),
+                              a.validCols);
+    return scf::IfOp::create(
+               b, loc, arith::AndIOp::create(b, loc, rowOn, wholeGroup),
+               [&](OpBuilder &b, Location loc) {
+                 scf::YieldOp::create(b, loc, Value(LLVM::LoadOp::create(b, loc, i32, ptr, align)));
+               },
+               [&](OpBuilder &b, Location loc) {
+                 auto groupType = VectorType::get({g}, bits);
+                 Value on = arith::AndIOp::create(
+                     b, loc, lanesBelow(b, loc, g, kk, a.validCols),
+                     vector::BroadcastOp::create(b, loc, VectorType::get({g}, b.getI1Type()), rowOn));
+                 Value zero = arith::ConstantOp::create(b, loc, groupType, b.getZeroAttr(groupType));
+                 Value group = LLVM::MaskedLoadOp::create(b, loc, groupType, ptr, on, zero, align);
+                 scf::YieldOp::create(b, loc, Value(LLVM::BitcastOp::create(b, loc, i32, group)));
+               })
+        .getResult(0);
+  };
+  // At the edges the loop ends after b's last group row that the mask keeps.
+  Value end = i64Constant(b, loc, k);
+  if (!fullBlocks)
+    end = arith::MinSIOp::create(b, loc, end, arith::MulIOp::create(b, loc, bView.validRows, i64Constant(b, loc, g)));
   auto loop = scf::ForOp::create(
-      b, loc, i64Constant(b, loc, 0), i64Constant(b, loc, k), i64Constant(b, loc, g), carried,
+      b, loc, i64Constant(b, loc, 0), end, i64Constant(b, loc, g), carried,
       [&](OpBuilder &b, Location loc, Value kk, ValueRange state) {
-        SmallVector<Value> bRows;
-        for (int64_t r = 0; r < g; ++r) {
-          Value row = arith::AddIOp::create(b, loc, kk, i64Constant(b, loc, r));
-          Value ptr = LLVM::GEPOp::create(
-              b, loc, ptrType, bView.element, bView.base,
-              ArrayRef<LLVM::GEPArg>{Value(arith::MulIOp::create(b, loc, row, bView.rowStride))});
-          bRows.push_back(LLVM::LoadOp::create(b, loc, bRowType, ptr, 1));
-        }
-        SmallVector<Value> two = halves(b, loc, bRows);
-        Value all = vector::ShuffleOp::create(b, loc, two[0], two[1], interleave);
-        SmallVector<Value> bGroups;
-        for (int64_t c = 0; c < chunks; ++c)
-          bGroups.push_back(words(b, loc, slice(b, loc, all, g * kDotLanes * c, g * kDotLanes)));
+        SmallVector<Value> bGroups = bGroupsAt(b, loc, kk);
         SmallVector<Value> next;
         for (int64_t i = 0; i < int64_t(accRows.size()); ++i) {
-          Value offset = arith::AddIOp::create(
-              b, loc, arith::MulIOp::create(b, loc, i64Constant(b, loc, i), a.rowStride), kk);
-          Value ptr = LLVM::GEPOp::create(b, loc, ptrType, a.element, a.base, ArrayRef<LLVM::GEPArg>{offset});
-          Value group = LLVM::LoadOp::create(b, loc, i32, ptr, 1);
+          Value group = aWordAt(b, loc, i, kk);
           if (dot.offsetA)
             group = arith::XOrIOp::create(b, loc, group, flipSigns);
           Value aGroups = words(b, loc, vector::BroadcastOp::create(b, loc, wordsType, group));
@@ -359,6 +434,22 @@ SmallVector<Value> groupedMicrokernel(OpBuilder &b, Location loc, const OperandV
   return rows;
 }
 
+/// The accumulator's rows, which the microkernels carry one vector each.
+SmallVector<Value> accumulatorRows(OpBuilder &b, Location loc, Value acc) {
+  SmallVector<Value> rows;
+  for (int64_t i = 0; i < cast<VectorType>(acc.getType()).getDimSize(0); ++i)
+    rows.push_back(vector::ExtractOp::create(b, loc, acc, ArrayRef<int64_t>{i}));
+  return rows;
+}
+
+Value joinRows(OpBuilder &b, Location loc, Value acc, ValueRange rows) {
+  auto accType = cast<VectorType>(acc.getType());
+  Value result = arith::ConstantOp::create(b, loc, accType, b.getZeroAttr(accType));
+  for (auto [i, row] : llvm::enumerate(rows))
+    result = vector::InsertOp::create(b, loc, row, result, ArrayRef<int64_t>{int64_t(i)});
+  return result;
+}
+
 struct DotLowering : OpConversionPattern<DotOp> {
   DotLowering(const TypeConverter &converter, MLIRContext *ctx, CpuDotFeatures features)
       : OpConversionPattern(converter, ctx), features(features) {}
@@ -367,15 +458,39 @@ struct DotLowering : OpConversionPattern<DotOp> {
   LogicalResult matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override {
     if (readsOperandsFromMemory(op))
       return lowerFromMemory(op, adaptor, rewriter);
+    if (op.kGroup() > 1)
+      return op.emitOpError("b_k_group is read from memory by the dot itself: a and b must be blocks loaded from "
+                            "affine addresses with per-dimension masks");
     return lowerAsContract(op, adaptor, rewriter);
   }
 
   LogicalResult lowerFromMemory(DotOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const {
     Location loc = op.getLoc();
     auto aType = op.getA().getType(), bType = op.getB().getType();
-    int64_t m = aType.getDimSize(0), k = aType.getDimSize(1), n = bType.getDimSize(1);
+    int64_t group = op.kGroup();
+    int64_t m = aType.getDimSize(0), k = aType.getDimSize(1), n = bType.getDimSize(1) / group;
+    Type accElement = cast<RankedTensorType>(op.getAcc().getType()).getElementType();
+    std::optional<GroupedDot> instruction = dotInstructionFor(aType.getElementType(), accElement, features);
+    if (group > 1) {
+      // b in groups of k is read only by the instruction that takes them.
+      if (!instruction || instruction->group != group)
+        return op.emitOpError("b_k_group = ")
+               << group << " needs the target's dot-product instruction for " << aType.getElementType() << " in groups of "
+               << group << " k: vdpbf16ps (AVX512-BF16) takes bf16 pairs, vpdpbusd (AVX512-VNNI) int8 quads";
+      if (n % kDotLanes != 0)
+        return op.emitOpError("b_k_group needs N a multiple of ") << kDotLanes << ", got " << n;
+      if (TypedAttr other = stridedBlockOf(op.getA())->other; other && !matchPattern(other, m_Zero()) &&
+                                                                  !matchPattern(other, m_AnyZeroFloat()))
+        return op.emitOpError("b_k_group reads a's masked-off lanes as zero; its load gives them another value");
+    }
     OperandView a = viewOf(rewriter, loc, *stridedBlockOf(op.getA()), aType);
     OperandView b = viewOf(rewriter, loc, *stridedBlockOf(op.getB()), bType);
+    if (group > 1) {
+      if (getConstantIntValue(a.colStride) != 1 || getConstantIntValue(b.colStride) != 1)
+        return op.emitOpError("b_k_group reads a's k and b's groups at unit stride: both column strides must be known "
+                              "to be 1");
+      return lowerGroupedLayout(op, adaptor, rewriter, a, b, m, k, n, *instruction);
+    }
     auto eq = [&](Value x, int64_t y) -> Value {
       return arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, x,
                                    i64Constant(rewriter, loc, y));
@@ -384,14 +499,8 @@ struct DotLowering : OpConversionPattern<DotOp> {
     for (Value on : {eq(a.validRows, m), eq(a.validCols, k), eq(b.validRows, k), eq(b.validCols, n)})
       full = arith::AndIOp::create(rewriter, loc, full, on);
 
-    Value acc = adaptor.getAcc();
-    auto accType = cast<VectorType>(acc.getType());
-    SmallVector<Value> rows;
-    for (int64_t i = 0; i < m; ++i)
-      rows.push_back(vector::ExtractOp::create(rewriter, loc, acc, ArrayRef<int64_t>{i}));
-    SmallVector<Type> rowTypes(m, rows.front().getType());
-    Type accElement = accType.getElementType();
-    std::optional<GroupedDot> grouped = groupedDotFor(a, b, accElement, k, n, features);
+    SmallVector<Value> rows = accumulatorRows(rewriter, loc, adaptor.getAcc());
+    std::optional<GroupedDot> grouped = groupedDotFor(a, accElement, k, n, features);
     auto branch = scf::IfOp::create(
         rewriter, loc, full,
         [&](OpBuilder &builder, Location l) {
@@ -405,7 +514,8 @@ struct DotLowering : OpConversionPattern<DotOp> {
           auto byGroups = scf::IfOp::create(
               builder, l, unitK,
               [&](OpBuilder &then, Location at) {
-                scf::YieldOp::create(then, at, groupedMicrokernel(then, at, a, b, rows, k, *grouped));
+                scf::YieldOp::create(then, at,
+                                     groupedMicrokernel(then, at, a, b, rows, k, *grouped, false, true));
               },
               [&](OpBuilder &otherwise, Location at) {
                 scf::YieldOp::create(otherwise, at, microkernel(otherwise, at, a, b, rows, k, true));
@@ -415,10 +525,32 @@ struct DotLowering : OpConversionPattern<DotOp> {
         [&](OpBuilder &builder, Location l) {
           scf::YieldOp::create(builder, l, microkernel(builder, l, a, b, rows, k, false));
         });
-    Value result = arith::ConstantOp::create(rewriter, loc, accType, rewriter.getZeroAttr(accType));
-    for (auto [i, row] : llvm::enumerate(branch.getResults()))
-      result = vector::InsertOp::create(rewriter, loc, row, result, ArrayRef<int64_t>{int64_t(i)});
-    rewriter.replaceOp(op, result);
+    rewriter.replaceOp(op, joinRows(rewriter, loc, adaptor.getAcc(), branch.getResults()));
+    return success();
+  }
+
+  /// A dot whose b keeps its k in groups: full blocks and edges both by the
+  /// instruction, the edges under masks.
+  LogicalResult lowerGroupedLayout(DotOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter,
+                                   const OperandView &a, const OperandView &b, int64_t m, int64_t k, int64_t n,
+                                   const GroupedDot &instruction) const {
+    Location loc = op.getLoc();
+    auto eq = [&](Value x, int64_t y) -> Value {
+      return arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, x, i64Constant(rewriter, loc, y));
+    };
+    Value full = eq(a.validRows, m);
+    for (Value on : {eq(a.validCols, k), eq(b.validRows, k / instruction.group), eq(b.validCols, n * instruction.group)})
+      full = arith::AndIOp::create(rewriter, loc, full, on);
+    SmallVector<Value> rows = accumulatorRows(rewriter, loc, adaptor.getAcc());
+    auto branch = scf::IfOp::create(
+        rewriter, loc, full,
+        [&](OpBuilder &builder, Location l) {
+          scf::YieldOp::create(builder, l, groupedMicrokernel(builder, l, a, b, rows, k, instruction, true, true));
+        },
+        [&](OpBuilder &builder, Location l) {
+          scf::YieldOp::create(builder, l, groupedMicrokernel(builder, l, a, b, rows, k, instruction, true, false));
+        });
+    rewriter.replaceOp(op, joinRows(rewriter, loc, adaptor.getAcc(), branch.getResults()));
     return success();
   }
 

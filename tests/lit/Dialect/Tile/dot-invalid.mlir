@@ -94,3 +94,27 @@ func.func @broadcast_element(%x: tensor<16x1xi32>) {
   %y = tile.broadcast %x : tensor<16x1xi32> -> tensor<16x8xi64>
   return
 }
+
+// -----
+
+func.func @grouped_b_shape(%a: tensor<8x32xbf16>, %b: tensor<32x16xbf16>, %c: tensor<8x16xf32>) {
+  // expected-error @+1 {{inner dimensions differ: a is 8x32, b is 32x16 in groups of 2 k}}
+  %d = tile.dot %a, %b, %c {b_k_group = 2 : i64} : tensor<8x32xbf16>, tensor<32x16xbf16> -> tensor<8x16xf32>
+  return
+}
+
+// -----
+
+func.func @grouped_b_accumulator(%a: tensor<8x32xbf16>, %b: tensor<16x32xbf16>, %c: tensor<8x32xf32>) {
+  // expected-error @+1 {{accumulator shape 8x32 is not 8x16}}
+  %d = tile.dot %a, %b, %c {b_k_group = 2 : i64} : tensor<8x32xbf16>, tensor<16x32xbf16> -> tensor<8x32xf32>
+  return
+}
+
+// -----
+
+func.func @grouped_b_nonpositive(%a: tensor<8x32xbf16>, %b: tensor<16x32xbf16>, %c: tensor<8x16xf32>) {
+  // expected-error @+1 {{b_k_group must be positive, got 0}}
+  %d = tile.dot %a, %b, %c {b_k_group = 0 : i64} : tensor<8x32xbf16>, tensor<16x32xbf16> -> tensor<8x16xf32>
+  return
+}

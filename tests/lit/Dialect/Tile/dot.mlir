@@ -38,6 +38,14 @@ func.func @int8_dot(%a: tensor<4x16xi8>, %b: tensor<16x8xi8>, %c: tensor<4x8xi32
   return %d : tensor<4x8xi32>
 }
 
+// b in groups of k: a 32x16 bf16 b as 16 rows of pairs, 32 lanes each.
+// CHECK-LABEL: func.func @grouped_b_dot
+// CHECK: tile.dot %{{.+}}, %{{.+}}, %{{.+}} {b_k_group = 2 : i64} : tensor<8x32xbf16>, tensor<16x32xbf16> -> tensor<8x16xf32>
+func.func @grouped_b_dot(%a: tensor<8x32xbf16>, %b: tensor<16x32xbf16>, %c: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  %d = tile.dot %a, %b, %c {b_k_group = 2 : i64} : tensor<8x32xbf16>, tensor<16x32xbf16> -> tensor<8x16xf32>
+  return %d : tensor<8x16xf32>
+}
+
 // CHECK-LABEL: func.func @pointer_tiles
 func.func @pointer_tiles(%p: !tile.ptr<f32>) -> tensor<4x8x!tile.ptr<f32>> {
   %s = tile.splat %p : !tile.ptr<f32> -> tensor<4x1x!tile.ptr<f32>>

@@ -166,14 +166,17 @@ LogicalResult DotOp::verify() {
   if (a.getElementType() != b.getElementType())
     return emitOpError("a and b have different element types: ")
            << a.getElementType() << " and " << b.getElementType();
-  if (a.getDimSize(1) != b.getDimSize(0))
+  int64_t group = kGroup();
+  if (group < 1)
+    return emitOpError("b_k_group must be positive, got ") << group;
+  if (a.getDimSize(1) != b.getDimSize(0) * group || b.getDimSize(1) % group != 0)
     return emitOpError("inner dimensions differ: a is ")
            << a.getDimSize(0) << "x" << a.getDimSize(1) << ", b is " << b.getDimSize(0) << "x"
-           << b.getDimSize(1);
-  if (acc.getDimSize(0) != a.getDimSize(0) || acc.getDimSize(1) != b.getDimSize(1))
+           << b.getDimSize(1) << (group > 1 ? " in groups of " + std::to_string(group) + " k" : "");
+  if (acc.getDimSize(0) != a.getDimSize(0) || acc.getDimSize(1) != b.getDimSize(1) / group)
     return emitOpError("accumulator shape ")
            << acc.getDimSize(0) << "x" << acc.getDimSize(1) << " is not " << a.getDimSize(0)
-           << "x" << b.getDimSize(1);
+           << "x" << b.getDimSize(1) / group;
   Type expected = accumulatorTypeFor(a.getElementType());
   if (acc.getElementType() != expected)
     return emitOpError("a dot of ") << a.getElementType() << " accumulates in " << expected

@@ -190,13 +190,34 @@ def Tile_DotOp : Tile_Op<"dot", [Pure,
     ```mlir
     %d = tile.dot %a, %b, %c : tensor<64x32xf16>, tensor<32x64xf16> -> tensor<64x64xf32>
     ```
+
+    With `b_k_group` = g > 1, `b` holds its KxN matrix in groups of g consecutive k:
+    `b` is (K/g)x(N*g), and element (k, n) of the matrix is `b[k / g, n * g + k % g]`.
+    That is the operand layout of x86's dot-product instructions (vdpbf16ps takes pairs
+    of bf16, vpdpbusd quads of i8), which a CPU kernel then reads with no shuffle. Only
+    the CPU lowering takes it.
+
+    ```mlir
+    %d = tile.dot %a, %b, %c {b_k_group = 2 : i64}
+        : tensor<8x256xbf16>, tensor<128x64xbf16> -> tensor<8x32xf32>
+    ```
   }];
   let arguments = (ins RankedTensorOf<[F16, BF16, F32, I8]>:$a,
                        RankedTensorOf<[F16, BF16, F32, I8]>:$b,
-                       RankedTensorOf<[F32, I32]>:$acc);
+                       RankedTensorOf<[F32, I32]>:$acc,
+                       OptionalAttr<I64Attr>:$b_k_group);
   let results = (outs RankedTensorOf<[F32, I32]>:$result);
   let assemblyFormat = "$a `,` $b `,` $acc attr-dict `:` type($a) `,` type($b) `->` type($result)";
   let hasVerifier = 1;
+  let builders = [
+    OpBuilder<(ins "Type":$result, "Value":$a, "Value":$b, "Value":$acc), [{
+      build($_builder, $_state, result, a, b, acc, IntegerAttr());
+    }]>
+  ];
+  let extraClassDeclaration = [{
+    /// The k per group of b's layout (see b_k_group): 1 for a plain KxN b.
+    int64_t kGroup() { return getBKGroup() ? static_cast<int64_t>(*getBKGroup()) : 1; }
+  }];
 }
 
 #endif // TILE_OPS_TD
