@@ -116,6 +116,21 @@ int64_t bytesOf(const std::string &dtype) {
 
 } // namespace
 
+bool hasMatrixTiles(const Target &target, const std::string &inputDtype) {
+  if (target.kind != TargetKind::Cpu || !target.hasFeature("amx-tile"))
+    return false;
+  return (inputDtype == "bf16" && target.hasFeature("amx-bf16")) ||
+         (inputDtype == "i8" && target.hasFeature("amx-int8"));
+}
+
+std::map<std::string, int64_t> withMatrixTiles(std::map<std::string, int64_t> config, int64_t k) {
+  int64_t blockK = std::clamp<int64_t>(k, 16, 1024);
+  config["BLOCK_M"] = 32;
+  config["BLOCK_N"] = 32;
+  config["BLOCK_K"] = int64_t(1) << (63 - __builtin_clzll(uint64_t(blockK))); // a power of two <= k
+  return config;
+}
+
 std::map<std::string, int64_t> withCurrentSpellings(std::map<std::string, int64_t> config,
                                                     const Target &target) {
   if (auto stages = config.find("num_stages");

@@ -129,8 +129,12 @@ void tile::binding::prepareMatmul(MatmulCall &call, const char *op, const at::Te
   call.op = op;
   call.a = a;
   call.target = &target;
-  // A large enough CPU call reads b from a copy in panels, made from any layout.
-  bool panels = target.kind == TargetKind::Cpu && packsBIntoPanels(m, n, k, b.element_size());
+  // A large enough CPU call reads b from a copy in panels, made from any layout, and so
+  // does every call on AMX tile registers (see specify()).
+  bool unitKOfA = a.stride(1) == 1 || k == 1;
+  bool panels = target.kind == TargetKind::Cpu &&
+                (packsBIntoPanels(m, n, k, b.element_size()) ||
+                 usesMatrixTiles(target, specDtype(a.scalar_type()), unitKOfA, m));
   // Otherwise the CPU microkernel reads b a row at a time as one vector load; rows that
   // are not contiguous (b transposed) would be gathered element by element, ~25x slower
   // than copying b once, which costs K*N moves against M*N*K multiply-adds. a is read
@@ -215,10 +219,17 @@ void tile::binding::MatmulCall::specify() {
   spec.config["unit_strides"] = signature[kUnitStrides];
   if (target->kind != TargetKind::Cpu)
     spec.config["divisibility_16"] = signature[kDivisibility];
-  if (target->kind == TargetKind::Cpu &&
-      packsBIntoPanels(signature[kM], signature[kN], signature[kK], a.element_size()))
-    spec.config["packed_b"] = panelGroupFor(*target, spec.dtypes[0], signature[kUnitStrides] & kUnitColumnStrideOfA,
-                                            spec.config);
+  if (target->kind == TargetKind::Cpu) {
+    bool unitKOfA = signature[kUnitStrides] & kUnitColumnStrideOfA;
+    // AMX multiplies b only in groups of k: where a call takes the tile registers, b is
+    // always read from grouped panels, whatever its size.
+    if (usesMatrixTiles(*target, spec.dtypes[0], unitKOfA, signature[kM])) {
+      spec.config = ops::withMatrixTiles(spec.config, signature[kK]);
+      spec.config["packed_b"] = panelGroupFor(*target, spec.dtypes[0], unitKOfA, spec.config);
+    } else if (packsBIntoPanels(signature[kM], signature[kN], signature[kK], a.element_size())) {
+      spec.config["packed_b"] = panelGroupFor(*target, spec.dtypes[0], unitKOfA, spec.config);
+    }
+  }
   if (signature[kTf32] >= 0)
     spec.config["allow_tf32"] = signature[kTf32];
   programs = runtime::matmulPrograms(spec.config, signature[kM], signature[kN]);
@@ -242,6 +253,14 @@ bool tile::binding::packsBIntoPanels(int64_t m, int64_t n, int64_t k, int64_t el
   if (m < kRowsWorthPanels)
     return false;
   return bytes >= kPastTheL2 || (elementBytes == 1 && m >= kInt8Rows && bytes >= kInt8Bytes);
+}
+
+bool tile::binding::usesMatrixTiles(const Target &target, const std::string &inputDtype, bool unitKOfA, int64_t m) {
+  // The tiles read a's rows 64 bytes of k at a time (its k unit-stride), 32 rows per
+  // block: a call of fewer rows would leave the tiles mostly empty and still pay for the
+  // panels of b.
+  constexpr int64_t kRowsWorthTiles = 32;
+  return ops::hasMatrixTiles(target, inputDtype) && unitKOfA && m >= kRowsWorthTiles;
 }
 
 int64_t tile::binding::panelGroupFor(const Target &target, const std::string &inputDtype, bool unitKOfA,

@@ -58,6 +58,10 @@ void prepareMatmul(MatmulCall &call, const char *op, const at::Tensor &a, const 
 /// where the call is large enough to repay the copy, whatever b's layout.
 bool packsBIntoPanels(int64_t m, int64_t n, int64_t k, int64_t elementBytes);
 
+/// Whether a CPU call multiplies on AMX tile registers (see MatrixTiles.cpp in the
+/// compiler): the host has them for the dtype, a's k is unit-stride and M fills a block.
+bool usesMatrixTiles(const Target &target, const std::string &inputDtype, bool unitKOfA, int64_t m);
+
 /// The `packed_b` knob of a CPU call whose b is read from panels: the k per group of the
 /// panels (PanelLayout::group) where the host's dot-product instruction takes b's k in
 /// groups for this dtype (vdpbf16ps: bf16 pairs; vpdpbusd: int8 quads), the blocks suit it

@@ -56,8 +56,9 @@ def kernel_dtypes(op, dtype, out_dtype, bias_dtype=None):
     return dtypes
 
 
-# Spec entries a matmul takes beyond its default config's knobs (f32 on NVIDIA only).
-EXTRA_MATMUL_KNOBS = ("allow_tf32",)
+# Spec entries a matmul takes beyond its default config's knobs: allow_tf32 (f32 on NVIDIA
+# only) and packed_b (CPU: b read from panels, 2 or 4 for bf16 or int8 in groups of k).
+EXTRA_MATMUL_KNOBS = ("allow_tf32", "packed_b")
 
 # What --help lists, with no native library needed (tests/python/test_cli.py checks it
 # against the library's own lists).
@@ -67,8 +68,8 @@ KNOBS_HELP = {
     "matmul and matmul_leaky_relu": ("BLOCK_K", "BLOCK_M", "BLOCK_N", "GROUP_M", "allow_tf32",
                                      "divisibility_16", "index_bits", "kpack",
                                      "matrix_instr_nonkdim", "num_ctas", "num_stages", "num_warps",
-                                     "persistent", "stream_k", "unit_strides", "warp_specialize",
-                                     "waves_per_eu"),
+                                     "packed_b", "persistent", "stream_k", "unit_strides",
+                                     "warp_specialize", "waves_per_eu"),
     "vector_add": ("BLOCK_SIZE", "index_bits", "num_warps"),
 }
 

@@ -166,6 +166,38 @@ TEST_P(GroupedDots, ReadBInGroupsOfKWithNoInterleave) {
   EXPECT_THROW(ops::buildKernel(*context, spec), std::invalid_argument) << "a's k must be unit-stride";
 }
 
+TEST_P(GroupedDots, TakeTileRegistersWhereTheCpuHasAmx) {
+  // With AMX (Sapphire Rapids and later) a 32 x 32 block of b in groups of k multiplies
+  // on the tile registers: tdpbf16ps (tdpbssd for int8) on 16x16 tiles that stay in
+  // registers through the K loop, after one ldtilecfg; its edges and k past the last whole
+  // tile keep the vector instruction. Without AMX the same block takes only the latter.
+  const GroupedDotCase &c = GetParam();
+  bool bf16 = c.in == "bf16";
+  std::string amx = bf16 ? "amx-bf16" : "amx-int8", tileDot = bf16 ? "tdpbf16ps" : "tdpbssd";
+  Target with;
+  with.kind = TargetKind::Cpu;
+  with.arch = "sapphirerapids";
+  std::string common = "+avx2,+avx512bw,+avx512dq,+avx512f,+avx512vl,+f16c,+fma,+avx512bf16,+avx512vnni";
+  with.features = common + ",+amx-tile,+" + amx;
+  Target without = with;
+  without.features = common + ",-amx-tile,-" + amx;
+  auto spec = matmulSpec("matmul", c.in, c.out, 32, 32, 256);
+  spec.config["packed_b"] = bf16 ? 2 : 4;
+  spec.config["unit_strides"] = 1 << 1;
+  CompileOptions options;
+  options.keepStages = true;
+  for (const Target &target : {with, without}) {
+    auto context = createContext();
+    auto module = ops::buildKernel(*context, spec);
+    Binary binary = compile(*module, target, options);
+    const std::string &assembly = binary.stages.at(3).second;
+    bool tiles = target.hasFeature(amx);
+    EXPECT_EQ(assembly.find(tileDot) != std::string::npos, tiles) << target.features;
+    EXPECT_EQ(assembly.find("ldtilecfg") != std::string::npos, tiles) << target.features;
+    EXPECT_NE(assembly.find(c.instruction), std::string::npos) << "the edges' " << c.instruction;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Cpu, GroupedDots,
                          ::testing::Values(GroupedDotCase{"bf16", "bf16", "avx512bf16", "vdpbf16ps", "vpermt2w"},
                                            GroupedDotCase{"i8", "i32", "avx512vnni", "vpdpbusd", "vpermt2b"}),

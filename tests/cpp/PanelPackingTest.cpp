@@ -187,19 +187,21 @@ float fromBf16(uint16_t bits) {
 
 struct GroupedPanelCase {
   const char *in, *out, *feature;
-  int64_t group;
+  int64_t group, blockM, blockN, blockK;
+  const char *name;
 };
 
 class GroupedPanels : public ::testing::TestWithParam<GroupedPanelCase> {};
 
 TEST_P(GroupedPanels, KernelReadsBInGroupsOfK) {
   // A kernel specialized with packed_b = g reads b's panels in groups of g k with the
-  // host's dot-product instruction: the same product as torch's, in full blocks and at
-  // every ragged edge (a K of no whole group, partial block rows and columns).
+  // host's dot-product instruction (and its tile registers, where it has AMX and the
+  // blocks are 32 x 32): the same product as the reference, in full blocks and at every
+  // ragged edge (a K of no whole group nor whole tile, partial block rows and columns).
   const GroupedPanelCase &c = GetParam();
   if (!Target::host().hasFeature(c.feature))
     GTEST_SKIP() << "this CPU has no " << c.feature;
-  auto spec = tile::testing::matmulSpec("matmul", c.in, c.out, 8, 32, 16);
+  auto spec = tile::testing::matmulSpec("matmul", c.in, c.out, c.blockM, c.blockN, c.blockK);
   spec.config["packed_b"] = c.group;
   spec.config["unit_strides"] = 1 << 1; // a's k
   auto kernel = compileAndLoad(spec, Target::host());
@@ -208,7 +210,8 @@ TEST_P(GroupedPanels, KernelReadsBInGroupsOfK) {
   std::normal_distribution<float> normal;
   std::uniform_int_distribution<int> small(-128, 127);
   for (auto [m, n, k] : {std::tuple{int64_t(16), int64_t(64), int64_t(64)}, {int64_t(21), int64_t(45), int64_t(19)},
-                         {int64_t(9), int64_t(33), int64_t(6)}, {int64_t(8), int64_t(32), int64_t(35)}}) {
+                         {int64_t(9), int64_t(33), int64_t(6)}, {int64_t(8), int64_t(32), int64_t(35)},
+                         {int64_t(64), int64_t(64), int64_t(512)}, {int64_t(70), int64_t(77), int64_t(301)}}) {
     // Elements as raw 16- or 8-bit words, and their values.
     std::vector<uint16_t> a16(size_t(m * k)), b16(size_t(k * n));
     std::vector<int8_t> a8(size_t(m * k)), b8(size_t(k * n));
@@ -226,7 +229,7 @@ TEST_P(GroupedPanels, KernelReadsBInGroupsOfK) {
     const void *aData = bf16 ? static_cast<const void *>(a16.data()) : a8.data();
     const void *bData = bf16 ? static_cast<const void *>(b16.data()) : b8.data();
     int64_t eb = bf16 ? 2 : 1;
-    PanelLayout layout{k, n, 32, eb, c.group};
+    PanelLayout layout{k, n, c.blockN, eb, c.group};
     std::vector<uint8_t> panels(size_t(layout.bytes()), 0xff);
     packPanels(bData, n, 1, layout, panels.data());
     std::vector<float> cf(size_t(m * n) + 8, NAN);
@@ -237,7 +240,8 @@ TEST_P(GroupedPanels, KernelReadsBInGroupsOfK) {
     MatmulArguments arguments;
     arguments.pack(aOperand, bOperand, cData, cStrides, nullptr, std::nullopt, 32);
     arguments.useBPanels(panels.data(), layout);
-    launchCpu(*kernel, arguments.args, Grid{int32_t(((m + 7) / 8) * ((n + 31) / 32)), 1, 1}, 1);
+    launchCpu(*kernel, arguments.args,
+              Grid{int32_t(((m + c.blockM - 1) / c.blockM) * ((n + c.blockN - 1) / c.blockN)), 1, 1}, 1);
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
         double sum = 0;
@@ -255,8 +259,10 @@ TEST_P(GroupedPanels, KernelReadsBInGroupsOfK) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cpu, GroupedPanels,
-                         ::testing::Values(GroupedPanelCase{"bf16", "f32", "avx512bf16", 2},
-                                           GroupedPanelCase{"i8", "i32", "avx512vnni", 4}),
-                         [](const ::testing::TestParamInfo<GroupedPanelCase> &info) { return std::string(info.param.in); });
+                         ::testing::Values(GroupedPanelCase{"bf16", "f32", "avx512bf16", 2, 8, 32, 16, "bf16"},
+                                           GroupedPanelCase{"i8", "i32", "avx512vnni", 4, 8, 32, 16, "i8"},
+                                           GroupedPanelCase{"bf16", "f32", "avx512bf16", 2, 32, 32, 128, "bf16_tiles"},
+                                           GroupedPanelCase{"i8", "i32", "avx512vnni", 4, 32, 32, 128, "i8_tiles"}),
+                         [](const ::testing::TestParamInfo<GroupedPanelCase> &info) { return std::string(info.param.name); });
 
 } // namespace

@@ -349,7 +349,9 @@ Binary tile::compile(mlir::ModuleOp module, const Target &target, const CompileO
     checkCpuAccumulator(1024, 1024, 4, target);
 
   mlir::PassManager toCpu(context);
-  buildTileToCpuPipeline(toCpu, target.hasFeature("avx512bf16"), target.hasFeature("avx512vnni"));
+  bool amx = target.hasFeature("amx-tile");
+  buildTileToCpuPipeline(toCpu, target.hasFeature("avx512bf16"), target.hasFeature("avx512vnni"),
+                         amx && target.hasFeature("amx-bf16"), amx && target.hasFeature("amx-int8"));
   if (!runStage(toCpu, module) || injectedInto(module, "lowering"))
     diagnostics.fail("lowering tile -> tile-cpu failed:");
   keep("tile-cpu", [&] { return printed(module); });

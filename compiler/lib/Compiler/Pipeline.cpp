@@ -52,12 +52,14 @@ void ::tile::registerTileDialects(DialectRegistry &registry) {
   registerNVVMDialectTranslation(registry);
 }
 
-void ::tile::buildTileToCpuPipeline(OpPassManager &pm, bool bf16Dot, bool int8Dot) {
+void ::tile::buildTileToCpuPipeline(OpPassManager &pm, bool bf16Dot, bool int8Dot, bool amxBf16, bool amxInt8) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   mlir::tile::ConvertTileToCPUOptions options;
   options.bf16Dot = bf16Dot;
   options.int8Dot = int8Dot;
+  options.amxBf16 = amxBf16;
+  options.amxInt8 = amxInt8;
   pm.addPass(mlir::tile::createConvertTileToCPU(options));
 }
 

@@ -9,7 +9,29 @@
 #include <stdexcept>
 #include <vector>
 
+#if defined(__linux__) && defined(__x86_64__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 using namespace tile;
+
+namespace {
+
+/// Linux enables the AMX tile data state per process on request (arch_prctl
+/// ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA): a process that has not asked gets SIGILL
+/// at its first tile instruction. Asked once, for the whole process; a host whose OS
+/// refuses has no AMX for its kernels.
+bool osGrantsTileRegisters() {
+#if defined(__linux__) && defined(__x86_64__)
+  constexpr long kRequestPermission = 0x1023, kTileData = 18;
+  return syscall(SYS_arch_prctl, kRequestPermission, kTileData) == 0;
+#else
+  return false;
+#endif
+}
+
+} // namespace
 
 std::string Target::str() const {
   switch (kind) {
@@ -86,8 +108,12 @@ const Target &Target::host() {
     target.kind = TargetKind::Cpu;
     target.arch = llvm::sys::getHostCPUName().str();
     std::vector<std::string> features;
-    for (const auto &feature : llvm::sys::getHostCPUFeatures())
-      features.push_back((feature.second ? "+" : "-") + feature.first().str());
+    auto hostFeatures = llvm::sys::getHostCPUFeatures();
+    bool tileRegisters = hostFeatures.lookup("amx-tile") && osGrantsTileRegisters();
+    for (const auto &feature : hostFeatures) {
+      bool on = feature.second && (tileRegisters || !feature.first().starts_with("amx-"));
+      features.push_back((on ? "+" : "-") + feature.first().str());
+    }
     std::sort(features.begin(), features.end());
     for (const auto &feature : features)
       target.features += (target.features.empty() ? "" : ",") + feature;

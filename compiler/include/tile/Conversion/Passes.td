@@ -28,6 +28,12 @@ def ConvertTileToCPU : Pass<"convert-tile-to-cpu", "::mlir::ModuleOp"> {
     Option<"int8Dot", "int8-dot", "bool", /*default=*/"false",
            "the host has AVX512-VNNI: int8 dots whose a rows are unit-stride multiply quads "
            "of k with vpdpbusd (four products per i32 lane)">,
+    Option<"amxBf16", "amx-bf16", "bool", /*default=*/"false",
+           "the host has AMX-BF16 tile registers (and the OS grants them): bf16 dots whose b "
+           "holds its k in pairs (b_k_group = 2) multiply whole blocks by tdpbf16ps">,
+    Option<"amxInt8", "amx-int8", "bool", /*default=*/"false",
+           "the host has AMX-INT8: int8 dots whose b holds its k in quads multiply whole "
+           "blocks by tdpbssd">,
   ];
 }
 

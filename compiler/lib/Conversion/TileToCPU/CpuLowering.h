@@ -41,9 +41,29 @@ bool isFusedIntoDots(LoadOp load);
 void populateMemoryAccessPatterns(const TypeConverter &converter, RewritePatternSet &patterns);
 /// The dot-product instructions the host has.
 struct CpuDotFeatures {
-  bool bf16 = false; ///< AVX512-BF16: vdpbf16ps
-  bool int8 = false; ///< AVX512-VNNI: vpdpbusd
+  bool bf16 = false;    ///< AVX512-BF16: vdpbf16ps
+  bool int8 = false;    ///< AVX512-VNNI: vpdpbusd
+  bool amxBf16 = false; ///< AMX-BF16 (with AMX-TILE): tdpbf16ps on tile registers
+  bool amxInt8 = false; ///< AMX-INT8: tdpbssd
 };
+
+/// One operand of the tile-register microkernel: element (0, 0), its rows' stride in
+/// elements (contiguous along them), its element type.
+struct TileOperand {
+  Value base, rowStride;
+  Type element;
+};
+
+/// Whether a BLOCK_M x BLOCK_N accumulator fits the tile registers in 16x16 tiles, with a
+/// tile of a and of b per 16 rows and columns beside it.
+bool fitsMatrixTiles(int64_t blockM, int64_t blockN);
+
+/// `accRows` (the accumulator's rows, BLOCK_M of BLOCK_N 32-bit lanes) plus a[:, 0:kEnd] @
+/// b[0:kEnd, :] on the tile registers (see MatrixTiles.cpp): bf16 by tdpbf16ps, int8 by
+/// tdpbssd. b holds its k in groups (b_k_group, pairs for bf16 and quads for int8); kEnd
+/// is a multiple of 64 bytes of k, and every row, column and k below it is in the block.
+SmallVector<Value> matrixTileMicrokernel(OpBuilder &b, Location loc, const TileOperand &a, const TileOperand &bGroups,
+                                         ValueRange accRows, Value kEnd);
 void populateDotPatterns(const TypeConverter &converter, RewritePatternSet &patterns, CpuDotFeatures features);
 
 } // namespace mlir::tile::cpu
