@@ -26,7 +26,6 @@
 #include "mlir/IR/Builders.h"
 
 #include <stdexcept>
-#include <tuple>
 
 using namespace mlir;
 
@@ -495,10 +494,11 @@ OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) 
   // packed_b = g > 1 keeps g consecutive k of each column side by side in the panel: row r
   // of the panel holds (k = r * g + s, column j) at r * BLOCK_N * g + j * g + s. That is
   // the operand of x86's dot-product instructions (vdpbf16ps takes pairs of bf16, vpdpbusd
-  // quads of int8), which then read it with no shuffle. The panel is whole: its K rows are
-  // rounded up to a multiple of g and its BLOCK_N columns filled, with zeros past b's own
-  // (the caller writes them), and the dot reads each group of a's k as one 32-bit word,
-  // so a's k must be unit-stride.
+  // quads of int8; AMX's tile registers 16 rows of such groups), which then read it with no
+  // shuffle. The panel is whole: its rows of groups are rounded up to a multiple of 16 (64
+  // bytes of k, one tile) and its BLOCK_N columns filled, with zeros past b's own (the
+  // caller writes them); the mask keeps all of it, so that whole tiles are read from it.
+  // The dot reads each group of a's k as one 32-bit word, so a's k must be unit-stride.
   int64_t packedB = spec.config.count("packed_b") ? spec.knob("packed_b") : 0;
   if (packedB != 0 && packedB != 1 && packedB != 2 && packedB != 4)
     throw std::invalid_argument(spec.op + " packed_b must be 0 (b read in place), 1 (panels) or the k "
@@ -604,12 +604,15 @@ OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) 
     auto [aPtrs, aMask] = mb.block(a, rows, strideAm, m, ks, strideAk, k);
     auto [bPtrs, bMask] = mb.block(bPtr, ks, strideBk, k, cols, strideBn, n);
     if (kGroup > 1) {
-      // The program's panel as (BLOCK_K / g) x (BLOCK_N * g), all of it readable: its
-      // rows of groups up to ceil(K / g), every lane of a row.
+      // The program's panel as (BLOCK_K / g) x (BLOCK_N * g): its rows of groups up to
+      // the panel's (ceil(K / 16g) * 16), every lane of a row.
+      constexpr int64_t kTileGroupRows = 16;
       Value panelStart = arith::MulIOp::create(b, loc, pidN, arg(9));
       Value groupRows = mb.lanes(arith::MulIOp::create(b, loc, step, mb.constant(blockK / kGroup)), blockK / kGroup);
-      std::tie(bPtrs, bMask) = mb.block(bPtr, groupRows, strideBk, mb.ceilDiv(k, kGroup), mb.lanes(panelStart, blockN * kGroup),
-                                        mb.constant(1), arith::AddIOp::create(b, loc, panelStart, mb.constant(blockN * kGroup)));
+      bPtrs = mb.block(bPtr, groupRows, strideBk, k, mb.lanes(panelStart, blockN * kGroup), mb.constant(1), n).first;
+      Value panelRows = arith::MulIOp::create(b, loc, mb.ceilDiv(k, kTileGroupRows * kGroup), mb.constant(kTileGroupRows));
+      Value rowsIn = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, groupRows, mb.splat(panelRows, {blockK / kGroup}));
+      bMask = mb.spread(rowsIn, 1, {blockK / kGroup, blockN * kGroup});
     } else if (packedB) {
       // Offsets within the program's panel, the mask by b's own columns.
       Value panelStart = arith::MulIOp::create(b, loc, pidN, arg(9));

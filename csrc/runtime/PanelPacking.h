@@ -20,15 +20,19 @@ namespace tile::runtime {
 /// With `group` g > 1, g consecutive rows of a column lie side by side, the operand
 /// layout of x86's dot-product instructions (vdpbf16ps: pairs of bf16; vpdpbusd: quads
 /// of int8): element (r, j) of panel p is at p * panelStride() + ((r / g) * width + j) * g
-/// + r % g. Such panels are written whole: zeros past `rows` (up to a multiple of g) and
-/// past `cols` (up to a multiple of width), so that the kernel reads every lane of a
-/// row of groups without masks.
+/// + r % g. Such panels are written whole: zeros past `rows` (up to a multiple of 16
+/// rows of groups, 64 bytes of k: what one AMX tile register takes) and past `cols` (up to
+/// a multiple of width), so that the kernel reads whole rows and tiles without masks.
 struct PanelLayout {
   int64_t rows = 0, cols = 0, width = 1, elementBytes = 1, group = 1;
 
   int64_t panels() const { return (cols + width - 1) / width; }
-  /// Rows of groups: rows / group, rounded up.
-  int64_t groupRows() const { return (rows + group - 1) / group; }
+  /// Rows of groups: rows / group rounded up, and for groups to whole tiles (16 rows).
+  int64_t groupRows() const {
+    int64_t groups = (rows + group - 1) / group;
+    return group > 1 ? (groups + kTileGroupRows - 1) / kTileGroupRows * kTileGroupRows : groups;
+  }
+  static constexpr int64_t kTileGroupRows = 16;
   /// Elements from one panel to the next: what the kernel takes as b's column stride.
   int64_t panelStride() const { return groupRows() * group * width; }
   int64_t bytes() const { return panels() * panelStride() * elementBytes; }

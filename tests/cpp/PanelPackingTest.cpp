@@ -69,8 +69,8 @@ TEST(PanelPacking, EveryElementLandsInItsPanel) {
 
 template <typename Element>
 void expectGroupedPanelsOf(int64_t rowStride, int64_t colStride, const char *layoutName) {
-  // 37 x 70 in panels of 32 columns, rows in groups of 4 / sizeof(Element): the last group
-  // and the last panel are partial, and are filled with zeros.
+  // 37 x 70 in panels of 32 columns, rows in groups of 4 / sizeof(Element): the last group,
+  // the rows of groups up to 16 (a tile's) and the last panel are filled with zeros.
   const int64_t rows = 37, cols = 70, width = 32, group = 4 / int64_t(sizeof(Element));
   int64_t span = (rows - 1) * rowStride + (cols - 1) * colStride + 1;
   std::vector<Element> source(size_t(span), Element(0x77));
@@ -78,7 +78,7 @@ void expectGroupedPanelsOf(int64_t rowStride, int64_t colStride, const char *lay
     for (int64_t j = 0; j < cols; ++j)
       source[size_t(r * rowStride + j * colStride)] = Element(r * 131 + j * 7 + 1);
   PanelLayout layout{rows, cols, width, int64_t(sizeof(Element)), group};
-  ASSERT_EQ(layout.groupRows(), (rows + group - 1) / group);
+  ASSERT_EQ(layout.groupRows(), ((rows + group - 1) / group + 15) / 16 * 16) << "rows of groups padded to a whole tile's 16";
   ASSERT_EQ(layout.panelStride(), layout.groupRows() * group * width);
   std::vector<Element> panels(size_t(layout.bytes() / int64_t(sizeof(Element))), Element(0x5a));
   ParallelFor twoTasks = [](int64_t begin, int64_t end, int64_t,

@@ -58,12 +58,19 @@ struct TileOperand {
 /// tile of a and of b per 16 rows and columns beside it.
 bool fitsMatrixTiles(int64_t blockM, int64_t blockN);
 
-/// `accRows` (the accumulator's rows, BLOCK_M of BLOCK_N 32-bit lanes) plus a[:, 0:kEnd] @
-/// b[0:kEnd, :] on the tile registers (see MatrixTiles.cpp): bf16 by tdpbf16ps, int8 by
-/// tdpbssd. b holds its k in groups (b_k_group, pairs for bf16 and quads for int8); kEnd
-/// is a multiple of 64 bytes of k, and every row, column and k below it is in the block.
-SmallVector<Value> matrixTileMicrokernel(OpBuilder &b, Location loc, const TileOperand &a, const TileOperand &bGroups,
-                                         ValueRange accRows, Value kEnd);
+/// A block that the tile registers read: its operand, and the leading rows and columns
+/// of it that its mask keeps (i64).
+struct TileBlock {
+  TileOperand operand;
+  Value validRows, validCols;
+};
+
+/// `accRows` (the accumulator's rows, BLOCK_M of BLOCK_N 32-bit lanes) plus a @ b, a
+/// BLOCK_M x k block and b its k x BLOCK_N in groups of k (b_k_group: pairs for bf16,
+/// quads for int8), on the tile registers (see MatrixTiles.cpp): bf16 by tdpbf16ps, int8
+/// by tdpbssd. Lanes the masks leave off count as zeros.
+SmallVector<Value> matrixTileMicrokernel(OpBuilder &b, Location loc, const TileBlock &a, const TileBlock &bGroups,
+                                         ValueRange accRows, int64_t k);
 void populateDotPatterns(const TypeConverter &converter, RewritePatternSet &patterns, CpuDotFeatures features);
 
 } // namespace mlir::tile::cpu

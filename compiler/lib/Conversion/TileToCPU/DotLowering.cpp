@@ -272,10 +272,10 @@ std::optional<GroupedDot> groupedDotFor(const OperandView &a, Type accElement, i
 ///   lanes of it are one load. At the edges (`fullBlocks` false) the loop stops after b's
 ///   last row that the mask keeps, b's lanes past its valid columns read zero, and a's
 ///   words are read under the mask: rows past a's and k past its columns read zero, which
-///   adds nothing. The loop starts at k = `from` (0 when null).
+///   adds nothing.
 SmallVector<Value> groupedMicrokernel(OpBuilder &b, Location loc, const OperandView &a, const OperandView &bView,
                                       ValueRange accRows, int64_t k, const GroupedDot &dot, bool bInGroups,
-                                      bool fullBlocks, Value from = Value()) {
+                                      bool fullBlocks) {
   auto rowType = cast<VectorType>(accRows.front().getType());
   int64_t n = rowType.getDimSize(0), g = dot.group;
   int64_t chunks = n / kDotLanes;
@@ -397,7 +397,7 @@ SmallVector<Value> groupedMicrokernel(OpBuilder &b, Location loc, const OperandV
   if (!fullBlocks)
     end = arith::MinSIOp::create(b, loc, end, arith::MulIOp::create(b, loc, bView.validRows, i64Constant(b, loc, g)));
   auto loop = scf::ForOp::create(
-      b, loc, from ? from : i64Constant(b, loc, 0), end, i64Constant(b, loc, g), carried,
+      b, loc, i64Constant(b, loc, 0), end, i64Constant(b, loc, g), carried,
       [&](OpBuilder &b, Location loc, Value kk, ValueRange state) {
         SmallVector<Value> bGroups = bGroupsAt(b, loc, kk);
         SmallVector<Value> next;
@@ -530,41 +530,26 @@ struct DotLowering : OpConversionPattern<DotOp> {
   }
 
   /// A dot whose b keeps its k in groups: full blocks and edges both by the
-  /// instruction, the edges under masks. Where the host has tile registers for the
-  /// dtype and the block fits them, blocks with all their rows and columns take them
-  /// for every whole 64 bytes of k, and the rest of k by the vector instruction.
+  /// instruction, the edges under masks; or, where the host has tile registers for the
+  /// dtype and the block fits them, all of it on the tiles.
   LogicalResult lowerGroupedLayout(DotOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter,
                                    const OperandView &a, const OperandView &b, int64_t m, int64_t k, int64_t n,
                                    const GroupedDot &instruction) const {
     Location loc = op.getLoc();
+    SmallVector<Value> rows = accumulatorRows(rewriter, loc, adaptor.getAcc());
+    if ((instruction.offsetA ? features.amxInt8 : features.amxBf16) && fitsMatrixTiles(m, n)) {
+      SmallVector<Value> byTiles =
+          matrixTileMicrokernel(rewriter, loc, TileBlock{{a.base, a.rowStride, a.element}, a.validRows, a.validCols},
+                                TileBlock{{b.base, b.rowStride, b.element}, b.validRows, b.validCols}, rows, k);
+      rewriter.replaceOp(op, joinRows(rewriter, loc, adaptor.getAcc(), byTiles));
+      return success();
+    }
     auto eq = [&](Value x, int64_t y) -> Value {
       return arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, x, i64Constant(rewriter, loc, y));
     };
     Value full = eq(a.validRows, m);
     for (Value on : {eq(a.validCols, k), eq(b.validRows, k / instruction.group), eq(b.validCols, n * instruction.group)})
       full = arith::AndIOp::create(rewriter, loc, full, on);
-    SmallVector<Value> rows = accumulatorRows(rewriter, loc, adaptor.getAcc());
-    bool tiles = (instruction.offsetA ? features.amxInt8 : features.amxBf16) && fitsMatrixTiles(m, n);
-    if (tiles) {
-      // Every row and column of the block: the tiles take k up to its last whole 64 bytes.
-      Value wholeRows = arith::AndIOp::create(rewriter, loc, eq(a.validRows, m), eq(b.validCols, n * instruction.group));
-      int64_t kStep = 64 / elementBytes(a.element);
-      auto branch = scf::IfOp::create(
-          rewriter, loc, wholeRows,
-          [&](OpBuilder &builder, Location l) {
-            Value step = i64Constant(builder, l, kStep);
-            Value kEnd = arith::MulIOp::create(builder, l, arith::DivSIOp::create(builder, l, a.validCols, step), step);
-            SmallVector<Value> byTiles = matrixTileMicrokernel(builder, l, TileOperand{a.base, a.rowStride, a.element},
-                                                               TileOperand{b.base, b.rowStride, b.element}, rows, kEnd);
-            scf::YieldOp::create(builder, l,
-                                 groupedMicrokernel(builder, l, a, b, byTiles, k, instruction, true, false, kEnd));
-          },
-          [&](OpBuilder &builder, Location l) {
-            scf::YieldOp::create(builder, l, groupedMicrokernel(builder, l, a, b, rows, k, instruction, true, false));
-          });
-      rewriter.replaceOp(op, joinRows(rewriter, loc, adaptor.getAcc(), branch.getResults()));
-      return success();
-    }
     auto branch = scf::IfOp::create(
         rewriter, loc, full,
         [&](OpBuilder &builder, Location l) {

@@ -6,7 +6,13 @@
 // per instruction, eight times vdpbf16ps's. The block's accumulator, BLOCK_M x BLOCK_N in
 // 16x16 tiles, goes into tile registers once per dot (through a buffer on the stack) and
 // stays there for the whole K loop, as loop values LLVM allocates to tmm0-7; a's rows are
-// loaded as tiles straight from a's memory, 64 bytes of k each.
+// loaded as tiles straight from a's memory, 64 bytes of k each, and b's rows of groups
+// straight from b's.
+//
+// A tile reads whole 64-byte rows: where a block's masks leave lanes off (the matrix's
+// edges, a K of no whole tile), the operand's kept lanes are first copied into a buffer
+// of zeros on the stack, which the tiles then read; zeros add nothing. So every block
+// takes the tiles, and the kernel holds no second, vector path.
 //
 // The instructions are LLVM's (`llvm.x86.*.internal`, whose tile shapes the backend
 // configures with ldtilecfg). MLIR's amx dialect wraps the same intrinsics, but reads its
@@ -14,6 +20,7 @@
 #include "CpuLowering.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 using namespace mlir;
 using namespace mlir::tile;
@@ -59,24 +66,95 @@ bool mlir::tile::cpu::fitsMatrixTiles(int64_t blockM, int64_t blockN) {
   return blockM % kTileRows == 0 && blockN % kTileRows == 0 && bands * chunks + bands + chunks <= kTileRegisters;
 }
 
-SmallVector<Value> mlir::tile::cpu::matrixTileMicrokernel(OpBuilder &b, Location loc, const TileOperand &a,
-                                                          const TileOperand &bGroups, ValueRange accRows, Value kEnd) {
+namespace {
+
+/// A block's operand as the tiles read it: its first element, its rows' stride in
+/// elements.
+struct TileSource {
+  Value base, rowStride;
+};
+
+/// The block `from` (rows of `cols` elements, of which the first `validRows` and
+/// `validCols` are kept) into `buffer`, rows `bufferStride` elements apart, zeros in the
+/// lanes left off; 64 bytes at a time (`cols` a multiple of them).
+void stageBlock(OpBuilder &b, Location loc, const TileOperand &from, Value validRows, Value validCols, int64_t rows,
+                Value cols, Value buffer, int64_t bufferStride) {
+  int64_t lanes = kTileRowBytes / (from.element.getIntOrFloatBitWidth() / 8);
+  Type bits = b.getIntegerType(from.element.getIntOrFloatBitWidth());
+  auto chunkType = VectorType::get({lanes}, bits);
+  auto laneType = VectorType::get({lanes}, b.getI64Type());
+  Value iota = arith::ConstantOp::create(b, loc, laneType, b.getI64VectorAttr(llvm::to_vector(llvm::seq<int64_t>(0, lanes))));
+  Value zeros = arith::ConstantOp::create(b, loc, chunkType, b.getZeroAttr(chunkType));
+  scf::ForOp::create(b, loc, i64Value(b, loc, 0), i64Value(b, loc, rows), i64Value(b, loc, 1), ValueRange{},
+                     [&](OpBuilder &b, Location loc, Value row, ValueRange) {
+                       Value rowOn = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, row, validRows);
+                       Value source = elementsFrom(b, loc, from.base, from.element,
+                                                   arith::MulIOp::create(b, loc, row, from.rowStride));
+                       Value target = elementsFrom(b, loc, buffer, from.element,
+                                                   arith::MulIOp::create(b, loc, row, i64Value(b, loc, bufferStride)));
+                       scf::ForOp::create(
+                           b, loc, i64Value(b, loc, 0), cols, i64Value(b, loc, lanes), ValueRange{},
+                           [&](OpBuilder &b, Location loc, Value col, ValueRange) {
+                             Value inRow = arith::CmpIOp::create(
+                                 b, loc, arith::CmpIPredicate::slt,
+                                 arith::AddIOp::create(b, loc, iota, vector::BroadcastOp::create(b, loc, laneType, col)),
+                                 vector::BroadcastOp::create(b, loc, laneType, validCols));
+                             Value on = arith::AndIOp::create(
+                                 b, loc, inRow,
+                                 vector::BroadcastOp::create(b, loc, VectorType::get({lanes}, b.getI1Type()), rowOn));
+                             Value chunk = LLVM::MaskedLoadOp::create(
+                                 b, loc, chunkType, elementsFrom(b, loc, source, from.element, col), on, zeros, 1);
+                             LLVM::StoreOp::create(b, loc, chunk, elementsFrom(b, loc, target, from.element, col), 1);
+                             scf::YieldOp::create(b, loc);
+                           });
+                       scf::YieldOp::create(b, loc);
+                     });
+}
+
+Value roundUp(OpBuilder &b, Location loc, Value x, int64_t multiple) {
+  Value m = i64Value(b, loc, multiple);
+  return arith::MulIOp::create(
+      b, loc, arith::DivSIOp::create(b, loc, arith::AddIOp::create(b, loc, x, i64Value(b, loc, multiple - 1)), m), m);
+}
+
+} // namespace
+
+SmallVector<Value> mlir::tile::cpu::matrixTileMicrokernel(OpBuilder &b, Location loc, const TileBlock &a,
+                                                          const TileBlock &bGroups, ValueRange accRows, int64_t k) {
   auto rowType = cast<VectorType>(accRows.front().getType());
   int64_t m = accRows.size(), n = rowType.getDimSize(0);
   int64_t bands = m / kTileRows, chunks = n / kTileRows;
-  int64_t elementBytes = a.element.getIntOrFloatBitWidth() / 8;
+  Type element = a.operand.element;
+  int64_t elementBytes = element.getIntOrFloatBitWidth() / 8;
   int64_t group = 4 / elementBytes, kStep = kTileRowBytes / elementBytes;
-  bool integer = a.element.isInteger(8);
+  int64_t kPadded = (k + kStep - 1) / kStep * kStep;
+  bool integer = element.isInteger(8);
   Type amx = LLVM::LLVMX86AMXType::get(b.getContext());
   auto ptrType = LLVM::LLVMPointerType::get(b.getContext());
   auto bytes = [&](Value elements) -> Value {
     return arith::MulIOp::create(b, loc, elements, i64Value(b, loc, elementBytes));
   };
+  auto cmp = [&](arith::CmpIPredicate predicate, Value x, Value y) -> Value {
+    return arith::CmpIOp::create(b, loc, predicate, x, y);
+  };
+  using Pred = arith::CmpIPredicate;
 
-  // The accumulator through a stack buffer (freed again after the dot) into its tiles.
-  Value stack = LLVM::StackSaveOp::create(b, loc, ptrType);
+  // The k that a and b both keep, in whole tiles: past it every product is zero.
+  Value kKept = arith::MinSIOp::create(b, loc, a.validCols,
+                                       arith::MulIOp::create(b, loc, bGroups.validRows, i64Value(b, loc, group)));
+  Value kEnd = roundUp(b, loc, arith::MaxSIOp::create(b, loc, kKept, i64Value(b, loc, 0)), kStep);
+
+  // The accumulator through a buffer on the stack into its tiles. The buffers are the
+  // kernel's own, made once at its entry: the same accumulator buffer at every dot of
+  // the K loop lets LLVM drop the store of rows it has just loaded from it.
   int64_t rowBytes = n * 4;
-  Value buffer = LLVM::AllocaOp::create(b, loc, ptrType, b.getI8Type(), i64Value(b, loc, m * rowBytes), 64);
+  auto stackBuffer = [&](int64_t size) -> Value {
+    OpBuilder::InsertionGuard guard(b);
+    Block &entry = b.getInsertionBlock()->getParent()->getParentOfType<FunctionOpInterface>().getFunctionBody().front();
+    b.setInsertionPointToStart(&entry);
+    return LLVM::AllocaOp::create(b, loc, ptrType, b.getI8Type(), i64Value(b, loc, size), 64);
+  };
+  Value buffer = stackBuffer(m * rowBytes);
   auto rowAt = [&](int64_t i) {
     return LLVM::GEPOp::create(b, loc, ptrType, b.getI8Type(), buffer, ArrayRef<LLVM::GEPArg>{int32_t(i * rowBytes)});
   };
@@ -91,22 +169,45 @@ SmallVector<Value> mlir::tile::cpu::matrixTileMicrokernel(OpBuilder &b, Location
       tiles.push_back(loadTile(b, loc, corner, bufferStride));
     }
 
-  Value aStride = bytes(a.rowStride), bStride = bytes(bGroups.rowStride);
+  // Each operand from its own memory where every lane a tile reads is kept, else from
+  // a staged copy.
+  auto source = [&](const TileBlock &block, Value whole, int64_t rows, Value cols, int64_t stagedStride) {
+    Value copy = stackBuffer(rows * stagedStride * elementBytes);
+    auto staged = [&](OpBuilder &b, Location loc) {
+      stageBlock(b, loc, block.operand, block.validRows, block.validCols, rows, cols, copy, stagedStride);
+      scf::YieldOp::create(b, loc, ValueRange{copy, i64Value(b, loc, stagedStride)});
+    };
+    auto own = [&](OpBuilder &b, Location loc) {
+      scf::YieldOp::create(b, loc, ValueRange{block.operand.base, block.operand.rowStride});
+    };
+    auto chosen = scf::IfOp::create(b, loc, whole, own, staged);
+    return TileSource{chosen.getResult(0), chosen.getResult(1)};
+  };
+  Value aWhole = arith::AndIOp::create(b, loc, cmp(Pred::eq, a.validRows, i64Value(b, loc, m)),
+                                       cmp(Pred::sge, a.validCols, kEnd));
+  Value bWhole = arith::AndIOp::create(
+      b, loc, cmp(Pred::eq, bGroups.validCols, i64Value(b, loc, n * group)),
+      cmp(Pred::sge, arith::MulIOp::create(b, loc, bGroups.validRows, i64Value(b, loc, group)), kEnd));
+  TileSource aSource = source(a, aWhole, m, kEnd, kPadded);
+  TileSource bSource =
+      source(bGroups, bWhole, kPadded / group, i64Value(b, loc, n * group), n * group);
+
+  Value aStride = bytes(aSource.rowStride), bStride = bytes(bSource.rowStride);
   auto loop = scf::ForOp::create(
       b, loc, i64Value(b, loc, 0), kEnd, i64Value(b, loc, kStep), tiles,
       [&](OpBuilder &b, Location loc, Value kk, ValueRange state) {
         SmallVector<Value> aTiles, bTiles;
         for (int64_t band = 0; band < bands; ++band) {
           Value offset = arith::AddIOp::create(
-              b, loc, arith::MulIOp::create(b, loc, i64Value(b, loc, band * kTileRows), a.rowStride), kk);
-          aTiles.push_back(loadTile(b, loc, elementsFrom(b, loc, a.base, a.element, offset), aStride));
+              b, loc, arith::MulIOp::create(b, loc, i64Value(b, loc, band * kTileRows), aSource.rowStride), kk);
+          aTiles.push_back(loadTile(b, loc, elementsFrom(b, loc, aSource.base, element, offset), aStride));
         }
         // b's row of groups kk / group, chunk c's 16 columns of `group` k each.
         Value groupRow = arith::DivUIOp::create(b, loc, kk, i64Value(b, loc, group));
-        Value rowStart = arith::MulIOp::create(b, loc, groupRow, bGroups.rowStride);
+        Value rowStart = arith::MulIOp::create(b, loc, groupRow, bSource.rowStride);
         for (int64_t chunk = 0; chunk < chunks; ++chunk) {
           Value offset = arith::AddIOp::create(b, loc, rowStart, i64Value(b, loc, chunk * kTileRows * group));
-          bTiles.push_back(loadTile(b, loc, elementsFrom(b, loc, bGroups.base, bGroups.element, offset), bStride));
+          bTiles.push_back(loadTile(b, loc, elementsFrom(b, loc, bSource.base, element, offset), bStride));
         }
         SmallVector<Value> next;
         for (int64_t band = 0; band < bands; ++band)
@@ -129,6 +230,5 @@ SmallVector<Value> mlir::tile::cpu::matrixTileMicrokernel(OpBuilder &b, Location
   SmallVector<Value> rows;
   for (int64_t i = 0; i < m; ++i)
     rows.push_back(LLVM::LoadOp::create(b, loc, rowType, rowAt(i), 64));
-  LLVM::StackRestoreOp::create(b, loc, stack);
   return rows;
 }
