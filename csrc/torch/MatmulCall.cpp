@@ -224,7 +224,7 @@ void tile::binding::MatmulCall::specify() {
     // AMX multiplies b only in groups of k: where a call takes the tile registers, b is
     // always read from grouped panels, whatever its size.
     if (usesMatrixTiles(*target, spec.dtypes[0], unitKOfA, signature[kM])) {
-      spec.config = ops::withMatrixTiles(spec.config, signature[kK]);
+      spec.config = ops::withMatrixTiles(spec.config, signature[kK], spec.dtypes[0]);
       spec.config["packed_b"] = panelGroupFor(*target, spec.dtypes[0], unitKOfA, spec.config);
     } else if (packsBIntoPanels(signature[kM], signature[kN], signature[kK], a.element_size())) {
       spec.config["packed_b"] = panelGroupFor(*target, spec.dtypes[0], unitKOfA, spec.config);

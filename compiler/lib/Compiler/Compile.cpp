@@ -357,7 +357,7 @@ Binary tile::compile(mlir::ModuleOp module, const Target &target, const CompileO
   keep("tile-cpu", [&] { return printed(module); });
 
   mlir::PassManager toLLVM(context);
-  buildCpuToLLVMPipeline(toLLVM);
+  buildCpuToLLVMPipeline(toLLVM, target.hasFeature("avx512bf16"));
   if (!runStage(toLLVM, module))
     diagnostics.fail("lowering tile-cpu -> llvm failed:");
 

@@ -30,7 +30,8 @@ bool hasMatrixTiles(const Target &target, const std::string &inputDtype);
 /// (2 x 2 accumulator tiles of 16 x 16, with a tile of a and of b per band and chunk:
 /// all eight tile registers) and BLOCK_K as long as K allows, up to 1024, since the
 /// accumulator moves between vector and tile registers once per BLOCK_K.
-std::map<std::string, int64_t> withMatrixTiles(std::map<std::string, int64_t> config, int64_t k);
+std::map<std::string, int64_t> withMatrixTiles(std::map<std::string, int64_t> config, int64_t k,
+                                               const std::string &inputDtype);
 
 /// `config` with the spellings of older tools mapped to what they meant: on AMD,
 /// num_stages=0 was older ROCm Triton's default (its stream pipeliner, num_stages=2 today),

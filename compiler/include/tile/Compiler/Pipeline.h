@@ -21,7 +21,8 @@ void buildTileToCpuPipeline(mlir::OpPassManager &pm, bool bf16Dot = false, bool 
                             bool amxInt8 = false);
 
 /// tile-cpu -> llvm: the upstream conversions of what remains to the LLVM dialect.
-void buildCpuToLLVMPipeline(mlir::OpPassManager &pm);
+/// `nativeBf16`: the host has AVX512-BF16, and f32 -> bf16 stays one operation.
+void buildCpuToLLVMPipeline(mlir::OpPassManager &pm, bool nativeBf16 = false);
 
 /// tile -> tile-gpu: clean-up, then the distribution over the threads of a workgroup of
 /// `numWarps` waves of `chipset` (gfx942, sm_90, ...).
