@@ -58,6 +58,12 @@ struct TileOperand {
 /// tile of a and of b per 16 rows and columns beside it.
 bool fitsMatrixTiles(int64_t blockM, int64_t blockN);
 
+/// Where a K loop carries an accumulator only into and out of its tile dots' buffer, the
+/// buffer carries it instead: its first value stored before the loop and its last loaded
+/// after it. The rows' round trip through vector registers at every dot goes, and with it
+/// the spills of a 32x32 accumulator (64 vector registers) across the loop.
+void keepAccumulatorsInTileBuffers(Operation *kernel);
+
 /// A block that the tile registers read: its operand, and the leading rows and columns
 /// of it that its mask keeps (i64).
 struct TileBlock {

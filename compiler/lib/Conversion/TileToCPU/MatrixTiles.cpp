@@ -28,6 +28,10 @@ using namespace mlir::tile::cpu;
 
 namespace {
 
+/// Marks the stores of an accumulator's rows into its tile buffer and the loads of them
+/// back (the row's index), for keepAccumulatorsInTileBuffers.
+constexpr StringLiteral kAccumulatorRowAttr = "tile.accumulator_row";
+
 /// A tile's rows, and its row length in bytes.
 constexpr int64_t kTileRows = 16, kTileRowBytes = 64;
 
@@ -155,11 +159,15 @@ SmallVector<Value> mlir::tile::cpu::matrixTileMicrokernel(OpBuilder &b, Location
     return LLVM::AllocaOp::create(b, loc, ptrType, b.getI8Type(), i64Value(b, loc, size), 64);
   };
   Value buffer = stackBuffer(m * rowBytes);
-  auto rowAt = [&](int64_t i) {
-    return LLVM::GEPOp::create(b, loc, ptrType, b.getI8Type(), buffer, ArrayRef<LLVM::GEPArg>{int32_t(i * rowBytes)});
-  };
+  // One address per row, shared by its store and its load (keepAccumulatorsInTileBuffers
+  // matches them by it).
+  SmallVector<Value> rowAddresses;
+  for (int64_t i = 0; i < m; ++i)
+    rowAddresses.push_back(
+        LLVM::GEPOp::create(b, loc, ptrType, b.getI8Type(), buffer, ArrayRef<LLVM::GEPArg>{int32_t(i * rowBytes)}));
+  auto rowAt = [&](int64_t i) { return rowAddresses[i]; };
   for (auto [i, row] : llvm::enumerate(accRows))
-    LLVM::StoreOp::create(b, loc, row, rowAt(i), 64);
+    LLVM::StoreOp::create(b, loc, row, rowAt(i), 64)->setAttr(kAccumulatorRowAttr, b.getI64IntegerAttr(i));
   Value bufferStride = i64Value(b, loc, rowBytes);
   SmallVector<Value> tiles;
   for (int64_t band = 0; band < bands; ++band)
@@ -228,7 +236,110 @@ SmallVector<Value> mlir::tile::cpu::matrixTileMicrokernel(OpBuilder &b, Location
                  loop.getResult(band * chunks + chunk)});
     }
   SmallVector<Value> rows;
-  for (int64_t i = 0; i < m; ++i)
-    rows.push_back(LLVM::LoadOp::create(b, loc, rowType, rowAt(i), 64));
+  for (int64_t i = 0; i < m; ++i) {
+    auto load = LLVM::LoadOp::create(b, loc, rowType, rowAt(i), 64);
+    load->setAttr(kAccumulatorRowAttr, b.getI64IntegerAttr(i));
+    rows.push_back(load);
+  }
   return rows;
+}
+
+namespace {
+
+/// The rows of loop `loop`'s iter arg `index` as the tile dots store them (row i's store
+/// at position i), where that is all the loop does with them; else empty.
+SmallVector<LLVM::StoreOp> rowStoresOf(scf::ForOp loop, unsigned index) {
+  Value carried = loop.getRegionIterArg(index);
+  auto rows = cast<VectorType>(carried.getType()).getDimSize(0);
+  SmallVector<LLVM::StoreOp> stores(rows);
+  for (Operation *user : carried.getUsers()) {
+    auto extract = dyn_cast<vector::ExtractOp>(user);
+    if (!extract || extract->getBlock() != loop.getBody() || !extract->hasOneUse() ||
+        extract.getStaticPosition().size() != 1)
+      return {};
+    auto store = dyn_cast<LLVM::StoreOp>(*extract->getUsers().begin());
+    auto row = store ? store->getAttrOfType<IntegerAttr>(kAccumulatorRowAttr) : IntegerAttr();
+    int64_t i = extract.getStaticPosition()[0];
+    if (!row || row.getInt() != i || store.getValue() != extract.getResult() || stores[i])
+      return {};
+    stores[i] = store;
+  }
+  if (llvm::any_of(stores, [](LLVM::StoreOp store) { return !store; }))
+    return {};
+  return stores;
+}
+
+/// The loads that make up what `loop` yields for iter arg `index` (row i's at position
+/// i, joined by vector.insert into a constant), where that is all it yields; else empty.
+SmallVector<LLVM::LoadOp> rowLoadsOf(scf::ForOp loop, unsigned index, int64_t rows) {
+  SmallVector<LLVM::LoadOp> loads(rows);
+  Value joined = loop.getBody()->getTerminator()->getOperand(index);
+  while (auto insert = joined.getDefiningOp<vector::InsertOp>()) {
+    auto load = insert.getValueToStore().getDefiningOp<LLVM::LoadOp>();
+    auto row = load ? load->getAttrOfType<IntegerAttr>(kAccumulatorRowAttr) : IntegerAttr();
+    if (!row || !insert->hasOneUse() || insert.getStaticPosition().size() != 1 ||
+        insert.getStaticPosition()[0] != row.getInt() || loads[row.getInt()])
+      return {};
+    loads[row.getInt()] = load;
+    joined = insert.getDest();
+  }
+  if (!joined.getDefiningOp<arith::ConstantOp>() || llvm::any_of(loads, [](LLVM::LoadOp load) { return !load; }))
+    return {};
+  return loads;
+}
+
+/// `op` before `before`, with the operands it takes from inside `loop` cloned first
+/// (address arithmetic on the kernel's buffers, invariant in the loop).
+Value cloneOutOf(OpBuilder &b, scf::ForOp loop, Value value) {
+  Operation *def = value.getDefiningOp();
+  if (!def || !loop->isAncestor(def))
+    return value;
+  IRMapping mapping;
+  for (Value operand : def->getOperands())
+    mapping.map(operand, cloneOutOf(b, loop, operand));
+  return b.clone(*def, mapping)->getResult(0);
+}
+
+} // namespace
+
+void mlir::tile::cpu::keepAccumulatorsInTileBuffers(Operation *kernel) {
+  SmallVector<scf::ForOp> loops;
+  kernel->walk([&](scf::ForOp loop) { loops.push_back(loop); });
+  for (scf::ForOp loop : loops) {
+    for (unsigned index = 0; index < loop.getNumRegionIterArgs(); ++index) {
+      auto type = dyn_cast<VectorType>(loop.getRegionIterArg(index).getType());
+      if (!type || type.getRank() != 2)
+        continue;
+      SmallVector<LLVM::StoreOp> stores = rowStoresOf(loop, index);
+      SmallVector<LLVM::LoadOp> loads = stores.empty() ? SmallVector<LLVM::LoadOp>() : rowLoadsOf(loop, index, type.getDimSize(0));
+      if (loads.empty() || !llvm::all_of(llvm::zip(stores, loads), [](auto pair) {
+            return std::get<0>(pair).getAddr() == std::get<1>(pair).getAddr();
+          }))
+        continue;
+      // The accumulator lives in the buffer through the loop: its first value is
+      // stored before the loop, its last loaded after it, and the loop carries nothing.
+      OpBuilder b(loop);
+      Location loc = loop.getLoc();
+      Value init = loop.getInitArgs()[index];
+      for (auto [i, store] : llvm::enumerate(stores)) {
+        Value row = vector::ExtractOp::create(b, loc, init, ArrayRef<int64_t>{int64_t(i)});
+        LLVM::StoreOp::create(b, loc, row, cloneOutOf(b, loop, store.getAddr()), store.getAlignment().value_or(0));
+      }
+      b.setInsertionPointAfter(loop);
+      Value last = arith::ConstantOp::create(b, loc, type, b.getZeroAttr(type));
+      for (auto [i, load] : llvm::enumerate(loads)) {
+        Value row = LLVM::LoadOp::create(b, loc, load.getType(), cloneOutOf(b, loop, load.getAddr()),
+                                         load.getAlignment().value_or(0));
+        last = vector::InsertOp::create(b, loc, row, last, ArrayRef<int64_t>{int64_t(i)});
+      }
+      loop.getResult(index).replaceAllUsesWith(last);
+      for (LLVM::StoreOp store : stores) {
+        Operation *extract = store.getValue().getDefiningOp();
+        store.erase();
+        extract->erase();
+      }
+      loop.getBody()->getTerminator()->setOperand(index, loop.getRegionIterArg(index));
+    }
+  }
+  kernel->walk([](Operation *op) { op->removeAttr(kAccumulatorRowAttr); });
 }

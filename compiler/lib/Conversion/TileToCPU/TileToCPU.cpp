@@ -171,6 +171,7 @@ struct ConvertTileToCPUPass : mlir::tile::impl::ConvertTileToCPUBase<ConvertTile
 
     OpBuilder builder(ctx);
     for (auto kernel : kernels) {
+      cpu::keepAccumulatorsInTileBuffers(kernel);
       buildCpuEntryPoint(builder, kernel);
       kernel->removeAttr(kKernelAttrName);
       // Internal linkage lets LLVM inline the kernel into the entry point's loop.
