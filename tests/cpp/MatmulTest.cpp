@@ -108,19 +108,31 @@ struct GroupedDotCase {
 
 class GroupedDots : public ::testing::TestWithParam<GroupedDotCase> {};
 
+/// An AVX-512 CPU named `arch` with the features `extra` ("a,+b"), and the same CPU with
+/// them turned off.
+std::pair<Target, Target> cpusWithAndWithout(const std::string &arch, const std::string &extra) {
+  Target with;
+  with.kind = TargetKind::Cpu;
+  with.arch = arch;
+  std::string common = "+avx2,+avx512bw,+avx512dq,+avx512f,+avx512vbmi,+avx512vl,+f16c,+fma";
+  if (extra.find("amx") != std::string::npos)
+    common += ",+avx512bf16,+avx512vnni";
+  with.features = common + ",+" + extra;
+  Target without = with;
+  std::string off = extra;
+  for (size_t at = 0; (at = off.find('+', at)) != std::string::npos;)
+    off[at] = '-';
+  without.features = common + ",-" + off;
+  return {with, without};
+}
+
 TEST_P(GroupedDots, TakeTheDotProductInstructionWhereTheCpuHasIt) {
   // On a CPU with AVX512-BF16 (AVX512-VNNI) the full blocks of a bf16 (int8) dot whose a
   // rows are unit-stride multiply pairs (quads) of k with vdpbf16ps (vpdpbusd); b's rows
   // are interleaved by a permute. Without the feature (here forced off on the same CPU)
   // every block widens. Other blocks (ragged edges, a strided a) widen either way.
   const GroupedDotCase &c = GetParam();
-  Target with;
-  with.kind = TargetKind::Cpu;
-  with.arch = "znver4";
-  std::string common = "+avx2,+avx512bw,+avx512dq,+avx512f,+avx512vbmi,+avx512vl,+f16c,+fma";
-  with.features = common + ",+" + c.feature;
-  Target without = with;
-  without.features = common + ",-" + c.feature;
+  auto [with, without] = cpusWithAndWithout("znver4", c.feature);
   CompileOptions options;
   options.keepStages = true;
   for (const Target &target : {with, without}) {
@@ -139,13 +151,7 @@ TEST_P(GroupedDots, ReadBInGroupsOfKWithNoInterleave) {
   // operand as loaded: the kernel multiplies with it and permutes nothing, at full blocks
   // and edges alike. A target without the instruction refuses the layout.
   const GroupedDotCase &c = GetParam();
-  Target with;
-  with.kind = TargetKind::Cpu;
-  with.arch = "znver4";
-  std::string common = "+avx2,+avx512bw,+avx512dq,+avx512f,+avx512vbmi,+avx512vl,+f16c,+fma";
-  with.features = common + ",+" + c.feature;
-  Target without = with;
-  without.features = common + ",-" + c.feature;
+  auto [with, without] = cpusWithAndWithout("znver4", c.feature);
   auto spec = matmulSpec("matmul", c.in, c.out, 8, 32, 64);
   spec.config["packed_b"] = c.in == "bf16" ? 2 : 4;
   spec.config["unit_strides"] = 1 << 1;
@@ -174,13 +180,7 @@ TEST_P(GroupedDots, TakeTileRegistersWhereTheCpuHasAmx) {
   const GroupedDotCase &c = GetParam();
   bool bf16 = c.in == "bf16";
   std::string amx = bf16 ? "amx-bf16" : "amx-int8", tileDot = bf16 ? "tdpbf16ps" : "tdpbssd";
-  Target with;
-  with.kind = TargetKind::Cpu;
-  with.arch = "sapphirerapids";
-  std::string common = "+avx2,+avx512bw,+avx512dq,+avx512f,+avx512vl,+f16c,+fma,+avx512bf16,+avx512vnni";
-  with.features = common + ",+amx-tile,+" + amx;
-  Target without = with;
-  without.features = common + ",-amx-tile,-" + amx;
+  auto [with, without] = cpusWithAndWithout("sapphirerapids", "amx-tile,+" + amx);
   auto spec = matmulSpec("matmul", c.in, c.out, 32, 32, 256);
   spec.config["packed_b"] = bf16 ? 2 : 4;
   spec.config["unit_strides"] = 1 << 1;

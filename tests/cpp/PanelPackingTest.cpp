@@ -23,6 +23,13 @@ using namespace tile::runtime;
 
 namespace {
 
+/// Two tasks, as at::parallel_for would split the panels over two threads.
+const ParallelFor twoTasks = [](int64_t begin, int64_t end, int64_t, const std::function<void(int64_t, int64_t)> &body) {
+  int64_t middle = begin + (end - begin) / 2;
+  body(begin, middle);
+  body(middle, end);
+};
+
 template <typename Element>
 void expectPanelsOf(int64_t rowStride, int64_t colStride, const char *layoutName) {
   // 37 x 70 in panels of 32 columns: two whole panels and one of 6 columns.
@@ -37,13 +44,6 @@ void expectPanelsOf(int64_t rowStride, int64_t colStride, const char *layoutName
   ASSERT_EQ(layout.panelStride(), rows * width);
   constexpr Element kUntouched = Element(0x5a);
   std::vector<Element> panels(size_t(layout.bytes() / int64_t(sizeof(Element))), kUntouched);
-  // Two tasks, as at::parallel_for would split the panels over two threads.
-  ParallelFor twoTasks = [](int64_t begin, int64_t end, int64_t,
-                            const std::function<void(int64_t, int64_t)> &body) {
-    int64_t middle = begin + (end - begin) / 2;
-    body(begin, middle);
-    body(middle, end);
-  };
   packPanels(source.data(), rowStride, colStride, layout, panels.data(), twoTasks);
   for (int64_t p = 0; p < layout.panels(); ++p)
     for (int64_t r = 0; r < rows; ++r)
@@ -81,12 +81,6 @@ void expectGroupedPanelsOf(int64_t rowStride, int64_t colStride, const char *lay
   ASSERT_EQ(layout.groupRows(), ((rows + group - 1) / group + 15) / 16 * 16) << "rows of groups padded to a whole tile's 16";
   ASSERT_EQ(layout.panelStride(), layout.groupRows() * group * width);
   std::vector<Element> panels(size_t(layout.bytes() / int64_t(sizeof(Element))), Element(0x5a));
-  ParallelFor twoTasks = [](int64_t begin, int64_t end, int64_t,
-                            const std::function<void(int64_t, int64_t)> &body) {
-    int64_t middle = begin + (end - begin) / 2;
-    body(begin, middle);
-    body(middle, end);
-  };
   packPanels(source.data(), rowStride, colStride, layout, panels.data(), twoTasks);
   for (int64_t p = 0; p < layout.panels(); ++p)
     for (int64_t r = 0; r < layout.groupRows() * group; ++r)
