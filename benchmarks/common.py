@@ -18,8 +18,24 @@ def device_description(device: torch.device) -> str:
         return torch.cuda.get_device_name(device)
     import torch_tile
 
-    return (f"{platform.machine()} CPU ({torch_tile.runtime.host_target()}), "
+    return (f"{platform.machine()} CPU ({torch_tile.runtime.host_target()}{cpu_model_and_matrix_units()}), "
             f"{torch.get_num_threads()} threads")
+
+
+def cpu_model_and_matrix_units() -> str:
+    """The model name and the matrix extensions of the host (Linux), e.g.
+    ", Intel(R) Xeon(R) Processor, AMX-BF16 AMX-INT8": a virtual machine may show LLVM
+    another CPU's name (a Xeon with AMX came up as rocketlake)."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            lines = info.read().splitlines()
+    except OSError:
+        return ""
+    model = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), "")
+    flags = next((line.split(":", 1)[1].split() for line in lines if line.startswith("flags")), [])
+    units = [name for flag, name in (("avx512_bf16", "AVX512-BF16"), ("avx512_vnni", "AVX512-VNNI"),
+                                     ("amx_bf16", "AMX-BF16"), ("amx_int8", "AMX-INT8")) if flag in flags]
+    return "".join(f", {part}" for part in (model, " ".join(units)) if part)
 
 
 def median_seconds(fn, device: torch.device, min_repeats: int = 10, budget_s: float = 0.5):

@@ -14,6 +14,10 @@ namespace {
 
 std::string hostTarget() { return tile::Target::host().str(); }
 
+/// Whether the host target has an LLVM CPU feature ("amx-bf16"): what its kernels may
+/// use, the OS's grants applied (the AMX tile state).
+bool hostHasFeature(std::string feature) { return tile::Target::host().hasFeature(feature); }
+
 /// Cache counters as JSON: {"hits": H, "misses": M, "disk_loads": D}: in-memory hits,
 /// misses (each one compiled or read from disk), and binaries read from the disk cache.
 std::string cacheStats() {
@@ -53,6 +57,7 @@ std::string coreBuildId() { return tile::runtime::coreBuildId(); }
 
 TORCH_LIBRARY(tile_runtime, m) {
   m.def("host_target() -> str", hostTarget);
+  m.def("host_has_feature(str feature) -> bool", hostHasFeature);
   m.def("cache_stats() -> str", cacheStats);
   m.def("clear_cache() -> ()", clearCache);
   m.def("compiler_version() -> str", compilerVersion);

@@ -171,6 +171,7 @@ def env_command(_args):
     print(f"torch           : {torch.__version__} (HIP {torch.version.hip or '-'}, "
           f"CUDA {torch.version.cuda or '-'})")
     print(f"host target     : {runtime.host_target()}")
+    print(f"CPU matmul units: {', '.join(runtime.host_matrix_units()) or 'none'}")
     targets = device_targets()
     if not targets:
         print("GPUs            : none visible to torch")

@@ -11,6 +11,15 @@ def host_target() -> str:
     return torch.ops.tile_runtime.host_target()
 
 
+def host_matrix_units() -> list:
+    """The host's matmul instructions that CPU kernels use, e.g. ``["AVX512-BF16",
+    "AVX512-VNNI", "AMX-BF16", "AMX-INT8"]``. AMX is listed only where the OS grants the
+    tile state to this process."""
+    units = (("avx512bf16", "AVX512-BF16"), ("avx512vnni", "AVX512-VNNI"),
+             ("amx-bf16", "AMX-BF16"), ("amx-int8", "AMX-INT8"))
+    return [name for feature, name in units if torch.ops.tile_runtime.host_has_feature(feature)]
+
+
 def cache_stats() -> dict:
     """Kernel cache counters: ``{"hits": int, "misses": int, "disk_loads": int}``.
 

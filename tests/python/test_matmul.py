@@ -321,6 +321,17 @@ def cpu_flags():
         return []
 
 
+def test_host_matrix_units_follow_the_cpu():
+    # What the kernels may use is what the CPU has: the AVX-512 dot products exactly, AMX
+    # only where the CPU has it (and the OS grants it, which a Linux from 5.16 does).
+    units = torch_tile.runtime.host_matrix_units()
+    flags = cpu_flags()
+    assert ("AVX512-BF16" in units) == ("avx512_bf16" in flags)
+    assert ("AVX512-VNNI" in units) == ("avx512_vnni" in flags)
+    for unit, flag in (("AMX-BF16", "amx_bf16"), ("AMX-INT8", "amx_int8")):
+        assert unit not in units or flag in flags
+
+
 def expected_panel_group(dtype, layout):
     """packed_b's value: the k per group of b's panels, where the host's dot-product
     instruction reads them so (vdpbf16ps: bf16 pairs, vpdpbusd: int8 quads) and a's k is
