@@ -2,6 +2,7 @@
 
 #include "DTypes.h"
 #include "ops/MatmulConfig.h"
+#include "tile/Target/CpuArch.h"
 
 #include <ATen/Context.h>
 #include <ATen/ops/empty.h>
@@ -224,7 +225,7 @@ void tile::binding::MatmulCall::specify() {
     // AMX multiplies b only in groups of k: where a call takes the tile registers, b is
     // always read from grouped panels, whatever its size.
     if (usesMatrixTiles(*target, spec.dtypes[0], unitKOfA, signature[kM])) {
-      spec.config = ops::withMatrixTiles(spec.config, signature[kK], spec.dtypes[0]);
+      spec.config = ops::withMatrixTiles(spec.config, signature[kM], signature[kN], signature[kK], spec.dtypes[0]);
       spec.config["packed_b"] = panelGroupFor(*target, spec.dtypes[0], unitKOfA, spec.config);
     } else if (packsBIntoPanels(signature[kM], signature[kN], signature[kK], a.element_size())) {
       spec.config["packed_b"] = panelGroupFor(*target, spec.dtypes[0], unitKOfA, spec.config);
@@ -260,7 +261,7 @@ bool tile::binding::usesMatrixTiles(const Target &target, const std::string &inp
   // block: a call of fewer rows would leave the tiles mostly empty and still pay for the
   // panels of b.
   constexpr int64_t kRowsWorthTiles = 32;
-  return ops::hasMatrixTiles(target, inputDtype) && unitKOfA && m >= kRowsWorthTiles;
+  return hasCpuMatrixTiles(target, inputDtype) && unitKOfA && m >= kRowsWorthTiles;
 }
 
 int64_t tile::binding::panelGroupFor(const Target &target, const std::string &inputDtype, bool unitKOfA,

@@ -154,7 +154,7 @@ TEST_P(GroupedDots, ReadBInGroupsOfKWithNoInterleave) {
   auto [with, without] = cpusWithAndWithout("znver4", c.feature);
   auto spec = matmulSpec("matmul", c.in, c.out, 8, 32, 64);
   spec.config["packed_b"] = c.in == "bf16" ? 2 : 4;
-  spec.config["unit_strides"] = 1 << 1;
+  spec.config["unit_strides"] = 1 << 1 | 1 << 5; // a's k and c's columns
   CompileOptions options;
   options.keepStages = true;
   {
@@ -183,7 +183,7 @@ TEST_P(GroupedDots, TakeTileRegistersWhereTheCpuHasAmx) {
   auto [with, without] = cpusWithAndWithout("sapphirerapids", "amx-tile,+" + amx);
   auto spec = matmulSpec("matmul", c.in, c.out, 32, 32, 256);
   spec.config["packed_b"] = bf16 ? 2 : 4;
-  spec.config["unit_strides"] = 1 << 1;
+  spec.config["unit_strides"] = 1 << 1 | 1 << 5; // a's k and c's columns
   CompileOptions options;
   options.keepStages = true;
   for (const Target &target : {with, without}) {

@@ -197,7 +197,7 @@ TEST_P(GroupedPanels, KernelReadsBInGroupsOfK) {
     GTEST_SKIP() << "this CPU has no " << c.feature;
   auto spec = tile::testing::matmulSpec("matmul", c.in, c.out, c.blockM, c.blockN, c.blockK);
   spec.config["packed_b"] = c.group;
-  spec.config["unit_strides"] = 1 << 1; // a's k
+  spec.config["unit_strides"] = 1 << 1 | 1 << 5; // a's k and c's columns, as the binding sets them
   auto kernel = compileAndLoad(spec, Target::host());
   bool bf16 = c.group == 2;
   std::mt19937 rng(13);
@@ -205,7 +205,8 @@ TEST_P(GroupedPanels, KernelReadsBInGroupsOfK) {
   std::uniform_int_distribution<int> small(-128, 127);
   for (auto [m, n, k] : {std::tuple{int64_t(16), int64_t(64), int64_t(64)}, {int64_t(21), int64_t(45), int64_t(19)},
                          {int64_t(9), int64_t(33), int64_t(6)}, {int64_t(8), int64_t(32), int64_t(35)},
-                         {int64_t(64), int64_t(64), int64_t(512)}, {int64_t(70), int64_t(77), int64_t(301)}}) {
+                         {int64_t(64), int64_t(64), int64_t(512)}, {int64_t(70), int64_t(77), int64_t(301)},
+                         {int64_t(128), int64_t(96), int64_t(1100)}}) {
     // Elements as raw 16- or 8-bit words, and their values.
     std::vector<uint16_t> a16(size_t(m * k)), b16(size_t(k * n));
     std::vector<int8_t> a8(size_t(m * k)), b8(size_t(k * n));
@@ -256,7 +257,9 @@ INSTANTIATE_TEST_SUITE_P(Cpu, GroupedPanels,
                          ::testing::Values(GroupedPanelCase{"bf16", "f32", "avx512bf16", 2, 8, 32, 16, "bf16"},
                                            GroupedPanelCase{"i8", "i32", "avx512vnni", 4, 8, 32, 16, "i8"},
                                            GroupedPanelCase{"bf16", "f32", "avx512bf16", 2, 32, 32, 128, "bf16_tiles"},
-                                           GroupedPanelCase{"i8", "i32", "avx512vnni", 4, 32, 32, 128, "i8_tiles"}),
+                                           GroupedPanelCase{"i8", "i32", "avx512vnni", 4, 32, 32, 128, "i8_tiles"},
+                                           GroupedPanelCase{"bf16", "f32", "avx512bf16", 2, 64, 64, 512, "bf16_sub_blocks"},
+                                           GroupedPanelCase{"i8", "i32", "avx512vnni", 4, 64, 64, 512, "i8_sub_blocks"}),
                          [](const ::testing::TestParamInfo<GroupedPanelCase> &info) { return std::string(info.param.name); });
 
 } // namespace

@@ -338,13 +338,16 @@ Binary tile::compile(mlir::ModuleOp module, const Target &target, const CompileO
     return binary;
   }
   // Collected first and checked after the walk: no exception may unwind through MLIR.
-  std::vector<mlir::RankedTensorType> accumulators;
+  // Dots whose b holds its k in groups take the tile registers where the target has them.
+  std::vector<std::pair<mlir::RankedTensorType, bool>> accumulators;
   module.walk([&](mlir::tile::DotOp dot) {
-    accumulators.push_back(mlir::cast<mlir::RankedTensorType>(dot.getType()));
+    mlir::Type element = dot.getA().getType().getElementType();
+    bool onTiles = dot.kGroup() > 1 && hasCpuMatrixTiles(target, element.isBF16() ? "bf16" : element.isInteger(8) ? "i8" : "");
+    accumulators.push_back({mlir::cast<mlir::RankedTensorType>(dot.getType()), onTiles});
   });
-  for (mlir::RankedTensorType accumulator : accumulators)
+  for (auto [accumulator, onTiles] : accumulators)
     checkCpuAccumulator(accumulator.getDimSize(0), accumulator.getDimSize(1),
-                        std::max(1u, accumulator.getElementTypeBitWidth() / 8), target);
+                        std::max(1u, accumulator.getElementTypeBitWidth() / 8), target, onTiles);
   if (faultInjectedAt("resources")) // as an accumulator of 1024 x 1024 f32
     checkCpuAccumulator(1024, 1024, 4, target);
 
