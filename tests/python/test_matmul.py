@@ -365,6 +365,20 @@ def test_large_b_is_read_from_panels(op, pair, layout, tmp_path):
     assert specs and all(f"packed_b={group}" in spec for spec in specs), specs
 
 
+@pytest.mark.parametrize("op, pair", [p for p in OP_PAIRS if p.values[1].inputs in (torch.bfloat16, torch.int8)])
+def test_large_blocks_of_matrix_tiles(op, pair, tmp_path):
+    # Problems of 1024 rows and columns and more take 64x64 blocks where the host has AMX
+    # (2x2 sub-blocks of tiles sharing their rows of a and b), elsewhere the vector
+    # kernel; ragged in every dimension, K past one BLOCK_K.
+    a, b = random_inputs((1030, 1041, 1100), pair.inputs)
+    with torch_tile.config.patch(dump_dir=tmp_path):
+        torch_tile.runtime.clear_cache()
+        check(op, a, b, pair)
+    specs = specs_compiled(tmp_path)
+    amx = ("AMX-BF16" if pair.inputs == torch.bfloat16 else "AMX-INT8") in torch_tile.runtime.host_matrix_units()
+    assert specs and all(("BLOCK_M=64" in spec) == amx for spec in specs), specs
+
+
 def test_small_b_is_read_in_place(tmp_path):
     # Below the L2's size b is read through its strides: a copy would not repay itself.
     pair = PAIRS[0].values[0]
