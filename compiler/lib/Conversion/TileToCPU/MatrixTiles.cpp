@@ -2,12 +2,15 @@
 //
 // Sapphire Rapids and later Xeons multiply 16x64-byte tiles: tdpbf16ps adds a 16x32 bf16
 // tile times a 32x16 one (b's k in pairs, the layout of b_k_group = 2) into a 16x16 f32
-// tile, and tdpbssd does the same for int8 (b's k in quads) into i32: 16 K multiply-adds
-// per instruction, eight times vdpbf16ps's. The block's accumulator, BLOCK_M x BLOCK_N in
-// 16x16 tiles, goes into tile registers once per dot (through a buffer on the stack) and
-// stays there for the whole K loop, as loop values LLVM allocates to tmm0-7; a's rows are
-// loaded as tiles straight from a's memory, 64 bytes of k each, and b's rows of groups
-// straight from b's.
+// tile, and tdpbssd does the same for int8 (b's k in quads) into i32: 8192 multiply-adds
+// per instruction, one instruction per 16 cycles, 8 to 16 times what vdpbf16ps does in
+// that time. The block's accumulator, BLOCK_M x BLOCK_N
+// in 16x16 tiles, lives in a buffer on the stack (through the program's K loop too, see
+// keepAccumulatorsInTileBuffers); up to 2 x 2 of its tiles at a time are loop values in
+// tile registers, which LLVM allocates to tmm0-7 beside a tile of a and of b per band
+// and chunk: through the dot's whole K loop for a 32 x 32 block, for 8 k steps at a time
+// for each 32 x 32 sub-block of a larger one. a's rows are loaded as tiles straight from
+// a's memory, 64 bytes of k each, and b's rows of groups straight from b's.
 //
 // A tile reads whole 64-byte rows: where a block's masks leave lanes off (the matrix's
 // edges, a K of no whole tile), the operand's kept lanes are first copied into a buffer
