@@ -501,15 +501,19 @@ OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) 
   // The dot reads each group of a's k as one 32-bit word, so a's k must be unit-stride.
   int64_t packedB = spec.config.count("packed_b") ? spec.knob("packed_b") : 0;
   if (packedB != 0 && packedB != 1 && packedB != 2 && packedB != 4)
-    throw std::invalid_argument(spec.op + " packed_b must be 0 (b read in place), 1 (panels) or the k "
-                                "per group of its panels, 2 or 4; got " + std::to_string(packedB));
+    throw std::invalid_argument(spec.op +
+                                " packed_b must be 0 (b read in place), 1 (panels) or the k "
+                                "per group of its panels, 2 or 4; got " +
+                                std::to_string(packedB));
   int64_t kGroup = std::max<int64_t>(packedB, 1);
   if (kGroup > 1 && blockK % kGroup != 0)
-    throw std::invalid_argument(spec.op + " packed_b=" + std::to_string(kGroup) + " needs BLOCK_K a multiple of " +
-                                std::to_string(kGroup) + ", got " + std::to_string(blockK));
-  if (kGroup > 1 && !isUnit(7))
     throw std::invalid_argument(spec.op + " packed_b=" + std::to_string(kGroup) +
-                                " reads a's k in groups, which needs a's column stride to be 1 (unit_strides bit 1)");
+                                " needs BLOCK_K a multiple of " + std::to_string(kGroup) +
+                                ", got " + std::to_string(blockK));
+  if (kGroup > 1 && !isUnit(7))
+    throw std::invalid_argument(
+        spec.op + " packed_b=" + std::to_string(kGroup) +
+        " reads a's k in groups, which needs a's column stride to be 1 (unit_strides bit 1)");
   if (packedB)
     strideBk = mb.constant(blockN * kGroup);
 
@@ -608,10 +612,15 @@ OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) 
       // the panel's (ceil(K / 16g) * 16), every lane of a row.
       constexpr int64_t kTileGroupRows = 16;
       Value panelStart = arith::MulIOp::create(b, loc, pidN, arg(9));
-      Value groupRows = mb.lanes(arith::MulIOp::create(b, loc, step, mb.constant(blockK / kGroup)), blockK / kGroup);
-      bPtrs = mb.block(bPtr, groupRows, strideBk, k, mb.lanes(panelStart, blockN * kGroup), mb.constant(1), n).first;
-      Value panelRows = arith::MulIOp::create(b, loc, mb.ceilDiv(k, kTileGroupRows * kGroup), mb.constant(kTileGroupRows));
-      Value rowsIn = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, groupRows, mb.splat(panelRows, {blockK / kGroup}));
+      Value groupRows = mb.lanes(arith::MulIOp::create(b, loc, step, mb.constant(blockK / kGroup)),
+                                 blockK / kGroup);
+      bPtrs = mb.block(bPtr, groupRows, strideBk, k, mb.lanes(panelStart, blockN * kGroup),
+                       mb.constant(1), n)
+                  .first;
+      Value panelRows = arith::MulIOp::create(b, loc, mb.ceilDiv(k, kTileGroupRows * kGroup),
+                                              mb.constant(kTileGroupRows));
+      Value rowsIn = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, groupRows,
+                                           mb.splat(panelRows, {blockK / kGroup}));
       bMask = mb.spread(rowsIn, 1, {blockK / kGroup, blockN * kGroup});
     } else if (packedB) {
       // Offsets within the program's panel, the mask by b's own columns.

@@ -116,9 +116,12 @@ int64_t bytesOf(const std::string &dtype) {
 
 } // namespace
 
-std::map<std::string, int64_t> withMatrixTiles(std::map<std::string, int64_t> config, int64_t m, int64_t n,
-                                               int64_t k, const std::string &inputDtype) {
-  auto powerOfTwoAtMost = [](int64_t x) { return int64_t(1) << (63 - __builtin_clzll(uint64_t(std::max<int64_t>(x, 1)))); };
+std::map<std::string, int64_t> withMatrixTiles(std::map<std::string, int64_t> config, int64_t m,
+                                               int64_t n, int64_t k,
+                                               const std::string &inputDtype) {
+  auto powerOfTwoAtMost = [](int64_t x) {
+    return int64_t(1) << (63 - __builtin_clzll(uint64_t(std::max<int64_t>(x, 1))));
+  };
   // 64 x 64 blocks (2 x 2 sub-blocks of 32 x 32, which share their rows of a and b in L1)
   // read half as much from L2 per multiply as 32 x 32 ones: on a 2-core AMX Xeon, bf16
   // 1024^3 went from 1.05-1.13 to 1.3-1.4x of oneDNN, 2048^3 from 0.84 to 0.93-0.98x,

@@ -148,8 +148,9 @@ void tile::runtime::packPanels(const void *source, int64_t rowStride, int64_t co
   int64_t eb = layout.elementBytes, width = layout.width, rows = layout.rows;
   if (layout.group > 1) {
     if (eb * layout.group != int64_t(sizeof(uint32_t)))
-      throw std::invalid_argument("panels in groups of " + std::to_string(layout.group) + " rows hold " +
-                                  std::to_string(4 / layout.group) + "-byte elements, got " + std::to_string(eb));
+      throw std::invalid_argument("panels in groups of " + std::to_string(layout.group) +
+                                  " rows hold " + std::to_string(4 / layout.group) +
+                                  "-byte elements, got " + std::to_string(eb));
     parallelFor(0, layout.panels(), 1, [&](int64_t first, int64_t last) {
       if (eb == 2)
         packGrouped(reinterpret_cast<const uint16_t *>(from), rowStride, colStride, layout,

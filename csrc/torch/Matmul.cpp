@@ -44,9 +44,10 @@ at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
                                                   std::max<int64_t>(a.size(1), 1));
     auto packed = spec.config.find("packed_b");
     int64_t group = packed != spec.config.end() ? packed->second : 0;
-    return tile::runtime::LaunchPlan{tile::runtime::KernelCache::global().get(spec, target), programs,
-                                     std::max<int64_t>(1, (int64_t(1) << 20) / perProgram),
-                                     group ? spec.config.at("BLOCK_N") : 0, std::max<int64_t>(group, 1)};
+    return tile::runtime::LaunchPlan{
+        tile::runtime::KernelCache::global().get(spec, target), programs,
+        std::max<int64_t>(1, (int64_t(1) << 20) / perProgram),
+        group ? spec.config.at("BLOCK_N") : 0, std::max<int64_t>(group, 1)};
   };
   auto [spec, programs] = tile::binding::chooseMatmulConfig(
       call, target, [&](const tile::ops::KernelSpec &spec, int64_t programs) { run(planFor(spec, programs)); },

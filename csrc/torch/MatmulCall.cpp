@@ -89,8 +89,20 @@ constexpr int64_t kUnitColumnStrideOfB = 1 << 3;
 constexpr int64_t kUnitColumnStrideOfC = 1 << 5;
 
 // The signature's slots.
-enum Slot { kOp, kInput, kOutput, kBias, kIndexBits, kM, kN, kK, kUnitStrides, kDivisibility,
-            kTf32, kDevice };
+enum Slot {
+  kOp,
+  kInput,
+  kOutput,
+  kBias,
+  kIndexBits,
+  kM,
+  kN,
+  kK,
+  kUnitStrides,
+  kDivisibility,
+  kTf32,
+  kDevice
+};
 
 std::pair<tile::ops::KernelSpec, int64_t>
 tile::binding::MatmulCall::withConfig(const std::map<std::string, int64_t> &knobs) const {
@@ -107,8 +119,8 @@ tile::binding::MatmulCall::withConfig(const std::map<std::string, int64_t> &knob
   tuned.config = ops::withCurrentSpellings(tuned.config, *target);
   // Panels in groups of k suit some blocks only: tuned ones get them where they do.
   if (auto packed = tuned.config.find("packed_b"); packed != tuned.config.end() && packed->second)
-    packed->second = panelGroupFor(*target, tuned.dtypes.at(0), signature[kUnitStrides] & kUnitColumnStrideOfA,
-                                   tuned.config);
+    packed->second = panelGroupFor(*target, tuned.dtypes.at(0),
+                                   signature[kUnitStrides] & kUnitColumnStrideOfA, tuned.config);
   if (!knobs.count("num_stages"))
     tuned.config = ops::withStagesThatFit(tuned.config, *target, tuned.dtypes.at(0));
   int64_t programs = runtime::matmulPrograms(tuned.config, c.size(0), c.size(1));
@@ -225,7 +237,8 @@ void tile::binding::MatmulCall::specify() {
     // AMX multiplies b only in groups of k: where a call takes the tile registers, b is
     // always read from grouped panels, whatever its size.
     if (usesMatrixTiles(*target, spec.dtypes[0], unitKOfA, signature[kM])) {
-      spec.config = ops::withMatrixTiles(spec.config, signature[kM], signature[kN], signature[kK], spec.dtypes[0]);
+      spec.config = ops::withMatrixTiles(spec.config, signature[kM], signature[kN], signature[kK],
+                                         spec.dtypes[0]);
       spec.config["packed_b"] = panelGroupFor(*target, spec.dtypes[0], unitKOfA, spec.config);
     } else if (packsBIntoPanels(signature[kM], signature[kN], signature[kK], a.element_size())) {
       spec.config["packed_b"] = panelGroupFor(*target, spec.dtypes[0], unitKOfA, spec.config);
@@ -256,7 +269,8 @@ bool tile::binding::packsBIntoPanels(int64_t m, int64_t n, int64_t k, int64_t el
   return bytes >= kPastTheL2 || (elementBytes == 1 && m >= kInt8Rows && bytes >= kInt8Bytes);
 }
 
-bool tile::binding::usesMatrixTiles(const Target &target, const std::string &inputDtype, bool unitKOfA, int64_t m) {
+bool tile::binding::usesMatrixTiles(const Target &target, const std::string &inputDtype,
+                                    bool unitKOfA, int64_t m) {
   // The tiles read a's rows 64 bytes of k at a time (its k unit-stride), 32 rows per
   // block: a call of fewer rows would leave the tiles mostly empty and still pay for the
   // panels of b.
@@ -264,13 +278,13 @@ bool tile::binding::usesMatrixTiles(const Target &target, const std::string &inp
   return hasCpuMatrixTiles(target, inputDtype) && unitKOfA && m >= kRowsWorthTiles;
 }
 
-int64_t tile::binding::panelGroupFor(const Target &target, const std::string &inputDtype, bool unitKOfA,
-                                     const std::map<std::string, int64_t> &config) {
+int64_t tile::binding::panelGroupFor(const Target &target, const std::string &inputDtype,
+                                     bool unitKOfA, const std::map<std::string, int64_t> &config) {
   // The kernel's dot takes 16 lanes of 32 bits at a time, and a block's k whole groups.
   constexpr int64_t kDotLanes = 16;
   int64_t group = inputDtype == "bf16" && target.hasFeature("avx512bf16") ? 2
                   : inputDtype == "i8" && target.hasFeature("avx512vnni") ? 4
-                                                                            : 1;
+                                                                          : 1;
   if (!unitKOfA || config.at("BLOCK_N") % kDotLanes != 0 || config.at("BLOCK_K") % group != 0)
     return 1;
   return group;

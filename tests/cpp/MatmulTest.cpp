@@ -167,9 +167,11 @@ TEST_P(GroupedDots, ReadBInGroupsOfKWithNoInterleave) {
   }
   auto context = createContext();
   auto module = ops::buildKernel(*context, spec);
-  EXPECT_ANY_THROW(compile(*module, without, options)) << "b in groups with no instruction to read them";
+  EXPECT_ANY_THROW(compile(*module, without, options))
+      << "b in groups with no instruction to read them";
   spec.config["unit_strides"] = 0;
-  EXPECT_THROW(ops::buildKernel(*context, spec), std::invalid_argument) << "a's k must be unit-stride";
+  EXPECT_THROW(ops::buildKernel(*context, spec), std::invalid_argument)
+      << "a's k must be unit-stride";
 }
 
 TEST_P(GroupedDots, TakeTileRegistersWhereTheCpuHasAmx) {

@@ -24,7 +24,8 @@ using namespace tile::runtime;
 namespace {
 
 /// Two tasks, as at::parallel_for would split the panels over two threads.
-const ParallelFor twoTasks = [](int64_t begin, int64_t end, int64_t, const std::function<void(int64_t, int64_t)> &body) {
+const ParallelFor twoTasks = [](int64_t begin, int64_t end, int64_t,
+                                const std::function<void(int64_t, int64_t)> &body) {
   int64_t middle = begin + (end - begin) / 2;
   body(begin, middle);
   body(middle, end);
@@ -78,7 +79,8 @@ void expectGroupedPanelsOf(int64_t rowStride, int64_t colStride, const char *lay
     for (int64_t j = 0; j < cols; ++j)
       source[size_t(r * rowStride + j * colStride)] = Element(r * 131 + j * 7 + 1);
   PanelLayout layout{rows, cols, width, int64_t(sizeof(Element)), group};
-  ASSERT_EQ(layout.groupRows(), ((rows + group - 1) / group + 15) / 16 * 16) << "rows of groups padded to a whole tile's 16";
+  ASSERT_EQ(layout.groupRows(), ((rows + group - 1) / group + 15) / 16 * 16)
+      << "rows of groups padded to a whole tile's 16";
   ASSERT_EQ(layout.panelStride(), layout.groupRows() * group * width);
   std::vector<Element> panels(size_t(layout.bytes() / int64_t(sizeof(Element))), Element(0x5a));
   packPanels(source.data(), rowStride, colStride, layout, panels.data(), twoTasks);
@@ -86,10 +88,12 @@ void expectGroupedPanelsOf(int64_t rowStride, int64_t colStride, const char *lay
     for (int64_t r = 0; r < layout.groupRows() * group; ++r)
       for (int64_t jj = 0; jj < width; ++jj) {
         int64_t j = p * width + jj;
-        size_t at = size_t(p * layout.panelStride() + ((r / group) * width + jj) * group + r % group);
-        Element want = j < cols && r < rows ? source[size_t(r * rowStride + j * colStride)] : Element(0);
-        ASSERT_EQ(panels[at], want) << layoutName << " panel " << p << " row " << r << " column " << jj << " (groups of "
-                                    << group << ")";
+        size_t at =
+            size_t(p * layout.panelStride() + ((r / group) * width + jj) * group + r % group);
+        Element want =
+            j < cols && r < rows ? source[size_t(r * rowStride + j * colStride)] : Element(0);
+        ASSERT_EQ(panels[at], want) << layoutName << " panel " << p << " row " << r << " column "
+                                    << jj << " (groups of " << group << ")";
       }
 }
 
@@ -203,9 +207,12 @@ TEST_P(GroupedPanels, KernelReadsBInGroupsOfK) {
   std::mt19937 rng(13);
   std::normal_distribution<float> normal;
   std::uniform_int_distribution<int> small(-128, 127);
-  for (auto [m, n, k] : {std::tuple{int64_t(16), int64_t(64), int64_t(64)}, {int64_t(21), int64_t(45), int64_t(19)},
-                         {int64_t(9), int64_t(33), int64_t(6)}, {int64_t(8), int64_t(32), int64_t(35)},
-                         {int64_t(64), int64_t(64), int64_t(512)}, {int64_t(70), int64_t(77), int64_t(301)},
+  for (auto [m, n, k] : {std::tuple{int64_t(16), int64_t(64), int64_t(64)},
+                         {int64_t(21), int64_t(45), int64_t(19)},
+                         {int64_t(9), int64_t(33), int64_t(6)},
+                         {int64_t(8), int64_t(32), int64_t(35)},
+                         {int64_t(64), int64_t(64), int64_t(512)},
+                         {int64_t(70), int64_t(77), int64_t(301)},
                          {int64_t(128), int64_t(96), int64_t(1100)}}) {
     // Elements as raw 16- or 8-bit words, and their values.
     std::vector<uint16_t> a16(size_t(m * k)), b16(size_t(k * n));
@@ -235,31 +242,38 @@ TEST_P(GroupedPanels, KernelReadsBInGroupsOfK) {
     MatmulArguments arguments;
     arguments.pack(aOperand, bOperand, cData, cStrides, nullptr, std::nullopt, 32);
     arguments.useBPanels(panels.data(), layout);
-    launchCpu(*kernel, arguments.args,
-              Grid{int32_t(((m + c.blockM - 1) / c.blockM) * ((n + c.blockN - 1) / c.blockN)), 1, 1}, 1);
+    launchCpu(
+        *kernel, arguments.args,
+        Grid{int32_t(((m + c.blockM - 1) / c.blockM) * ((n + c.blockN - 1) / c.blockN)), 1, 1}, 1);
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
         double sum = 0;
         for (int64_t kk = 0; kk < k; ++kk)
           sum += av[size_t(i * k + kk)] * bv[size_t(kk * n + j)];
         if (bf16)
-          ASSERT_NEAR(cf[size_t(i * n + j)], sum, 1e-4 * (1 + std::abs(sum))) << m << "x" << n << "x" << k << " at " << i
-                                                                               << ", " << j;
+          ASSERT_NEAR(cf[size_t(i * n + j)], sum, 1e-4 * (1 + std::abs(sum)))
+              << m << "x" << n << "x" << k << " at " << i << ", " << j;
         else
-          ASSERT_EQ(ci[size_t(i * n + j)], int32_t(sum)) << m << "x" << n << "x" << k << " at " << i << ", " << j;
+          ASSERT_EQ(ci[size_t(i * n + j)], int32_t(sum))
+              << m << "x" << n << "x" << k << " at " << i << ", " << j;
       }
     for (size_t i = size_t(m * n); i < cf.size(); ++i)
-      ASSERT_TRUE(bf16 ? std::isnan(cf[i]) : ci[i] == 0x7eadbeef) << "kernel wrote past the end of C";
+      ASSERT_TRUE(bf16 ? std::isnan(cf[i]) : ci[i] == 0x7eadbeef)
+          << "kernel wrote past the end of C";
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Cpu, GroupedPanels,
-                         ::testing::Values(GroupedPanelCase{"bf16", "f32", "avx512bf16", 2, 8, 32, 16, "bf16"},
-                                           GroupedPanelCase{"i8", "i32", "avx512vnni", 4, 8, 32, 16, "i8"},
-                                           GroupedPanelCase{"bf16", "f32", "avx512bf16", 2, 32, 32, 128, "bf16_tiles"},
-                                           GroupedPanelCase{"i8", "i32", "avx512vnni", 4, 32, 32, 128, "i8_tiles"},
-                                           GroupedPanelCase{"bf16", "f32", "avx512bf16", 2, 64, 64, 512, "bf16_sub_blocks"},
-                                           GroupedPanelCase{"i8", "i32", "avx512vnni", 4, 64, 64, 512, "i8_sub_blocks"}),
-                         [](const ::testing::TestParamInfo<GroupedPanelCase> &info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(
+    Cpu, GroupedPanels,
+    ::testing::Values(GroupedPanelCase{"bf16", "f32", "avx512bf16", 2, 8, 32, 16, "bf16"},
+                      GroupedPanelCase{"i8", "i32", "avx512vnni", 4, 8, 32, 16, "i8"},
+                      GroupedPanelCase{"bf16", "f32", "avx512bf16", 2, 32, 32, 128, "bf16_tiles"},
+                      GroupedPanelCase{"i8", "i32", "avx512vnni", 4, 32, 32, 128, "i8_tiles"},
+                      GroupedPanelCase{"bf16", "f32", "avx512bf16", 2, 64, 64, 512,
+                                       "bf16_sub_blocks"},
+                      GroupedPanelCase{"i8", "i32", "avx512vnni", 4, 64, 64, 512, "i8_sub_blocks"}),
+    [](const ::testing::TestParamInfo<GroupedPanelCase> &info) {
+      return std::string(info.param.name);
+    });
 
 } // namespace

@@ -342,7 +342,9 @@ Binary tile::compile(mlir::ModuleOp module, const Target &target, const CompileO
   std::vector<std::pair<mlir::RankedTensorType, bool>> accumulators;
   module.walk([&](mlir::tile::DotOp dot) {
     mlir::Type element = dot.getA().getType().getElementType();
-    bool onTiles = dot.kGroup() > 1 && hasCpuMatrixTiles(target, element.isBF16() ? "bf16" : element.isInteger(8) ? "i8" : "");
+    bool onTiles = dot.kGroup() > 1 && hasCpuMatrixTiles(target, element.isBF16()       ? "bf16"
+                                                                 : element.isInteger(8) ? "i8"
+                                                                                        : "");
     accumulators.push_back({mlir::cast<mlir::RankedTensorType>(dot.getType()), onTiles});
   });
   for (auto [accumulator, onTiles] : accumulators)
@@ -354,7 +356,8 @@ Binary tile::compile(mlir::ModuleOp module, const Target &target, const CompileO
   mlir::PassManager toCpu(context);
   bool amx = target.hasFeature("amx-tile");
   buildTileToCpuPipeline(toCpu, target.hasFeature("avx512bf16"), target.hasFeature("avx512vnni"),
-                         amx && target.hasFeature("amx-bf16"), amx && target.hasFeature("amx-int8"));
+                         amx && target.hasFeature("amx-bf16"),
+                         amx && target.hasFeature("amx-int8"));
   if (!runStage(toCpu, module) || injectedInto(module, "lowering"))
     diagnostics.fail("lowering tile -> tile-cpu failed:");
   keep("tile-cpu", [&] { return printed(module); });

@@ -52,7 +52,8 @@ void ::tile::registerTileDialects(DialectRegistry &registry) {
   registerNVVMDialectTranslation(registry);
 }
 
-void ::tile::buildTileToCpuPipeline(OpPassManager &pm, bool bf16Dot, bool int8Dot, bool amxBf16, bool amxInt8) {
+void ::tile::buildTileToCpuPipeline(OpPassManager &pm, bool bf16Dot, bool int8Dot, bool amxBf16,
+                                    bool amxInt8) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   mlir::tile::ConvertTileToCPUOptions options;

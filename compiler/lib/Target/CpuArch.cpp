@@ -15,7 +15,8 @@ int64_t tile::vectorRegisterFileBytes(const Target &target) {
 bool tile::hasCpuMatrixTiles(const Target &target, const std::string &dtype) {
   if (target.kind != TargetKind::Cpu || !target.hasFeature("amx-tile"))
     return false;
-  return (dtype == "bf16" && target.hasFeature("amx-bf16")) || (dtype == "i8" && target.hasFeature("amx-int8"));
+  return (dtype == "bf16" && target.hasFeature("amx-bf16")) ||
+         (dtype == "i8" && target.hasFeature("amx-int8"));
 }
 
 void tile::checkCpuAccumulator(int64_t rows, int64_t cols, int64_t elementBytes,

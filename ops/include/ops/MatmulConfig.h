@@ -25,8 +25,8 @@ std::map<std::string, int64_t> defaultMatmulConfig(const Target &target, int64_t
 /// of `inputDtype`: 32 x 32 (2 x 2 accumulator tiles of 16 x 16, with a tile of a and of
 /// b per band and chunk: all eight tile registers), 64 x 64 for large problems, BLOCK_K
 /// as long as K allows, up to 1024, and GROUP_M by the L2.
-std::map<std::string, int64_t> withMatrixTiles(std::map<std::string, int64_t> config, int64_t m, int64_t n,
-                                               int64_t k, const std::string &inputDtype);
+std::map<std::string, int64_t> withMatrixTiles(std::map<std::string, int64_t> config, int64_t m,
+                                               int64_t n, int64_t k, const std::string &inputDtype);
 
 /// `config` with the spellings of older tools mapped to what they meant: on AMD,
 /// num_stages=0 was older ROCm Triton's default (its stream pipeliner, num_stages=2 today),

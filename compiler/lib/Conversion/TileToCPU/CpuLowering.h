@@ -75,8 +75,8 @@ struct TileBlock {
 /// BLOCK_M x k block and b its k x BLOCK_N in groups of k (b_k_group: pairs for bf16,
 /// quads for int8), on the tile registers (see MatrixTiles.cpp): bf16 by tdpbf16ps, int8
 /// by tdpbssd. Lanes the masks leave off count as zeros.
-SmallVector<Value> matrixTileMicrokernel(OpBuilder &b, Location loc, const TileBlock &a, const TileBlock &bGroups,
-                                         ValueRange accRows, int64_t k);
+SmallVector<Value> matrixTileMicrokernel(OpBuilder &b, Location loc, const TileBlock &a,
+                                         const TileBlock &bGroups, ValueRange accRows, int64_t k);
 void populateDotPatterns(const TypeConverter &converter, RewritePatternSet &patterns, CpuDotFeatures features);
 
 } // namespace mlir::tile::cpu

@@ -246,7 +246,8 @@ struct GroupedDot {
 };
 
 /// The dot-product instruction this host has for these operand and accumulator types.
-std::optional<GroupedDot> dotInstructionFor(Type element, Type accElement, const CpuDotFeatures &features) {
+std::optional<GroupedDot> dotInstructionFor(Type element, Type accElement,
+                                            const CpuDotFeatures &features) {
   if (features.bf16 && element.isBF16() && accElement.isF32())
     return GroupedDot{2, "llvm.x86.avx512bf16.dpbf16ps.512", false};
   if (features.int8 && element.isInteger(8) && accElement.isInteger(32))
@@ -273,9 +274,9 @@ std::optional<GroupedDot> groupedDotFor(const OperandView &a, Type accElement, i
 ///   last row that the mask keeps, b's lanes past its valid columns read zero, and a's
 ///   words are read under the mask: rows past a's and k past its columns read zero, which
 ///   adds nothing.
-SmallVector<Value> groupedMicrokernel(OpBuilder &b, Location loc, const OperandView &a, const OperandView &bView,
-                                      ValueRange accRows, int64_t k, const GroupedDot &dot, bool bInGroups,
-                                      bool fullBlocks) {
+SmallVector<Value> groupedMicrokernel(OpBuilder &b, Location loc, const OperandView &a,
+                                      const OperandView &bView, ValueRange accRows, int64_t k,
+                                      const GroupedDot &dot, bool bInGroups, bool fullBlocks) {
   auto rowType = cast<VectorType>(accRows.front().getType());
   int64_t n = rowType.getDimSize(0), g = dot.group;
   int64_t chunks = n / kDotLanes;
@@ -301,11 +302,13 @@ SmallVector<Value> groupedMicrokernel(OpBuilder &b, Location loc, const OperandV
     return LLVM::CallIntrinsicOp::create(b, loc, chunkType, b.getStringAttr(dot.intrinsic), ValueRange{acc, x, y})
         .getResult(0);
   };
-  auto lanesBelow = [&](OpBuilder &b, Location loc, int64_t count, Value first, Value bound) -> Value {
+  auto lanesBelow = [&](OpBuilder &b, Location loc, int64_t count, Value first,
+                        Value bound) -> Value {
     auto laneType = VectorType::get({count}, b.getI64Type());
-    Value iota = arith::ConstantOp::create(b, loc, laneType,
-                                           b.getI64VectorAttr(llvm::to_vector(llvm::seq<int64_t>(0, count))));
-    Value lanes = arith::AddIOp::create(b, loc, iota, vector::BroadcastOp::create(b, loc, laneType, first));
+    Value iota = arith::ConstantOp::create(
+        b, loc, laneType, b.getI64VectorAttr(llvm::to_vector(llvm::seq<int64_t>(0, count))));
+    Value lanes =
+        arith::AddIOp::create(b, loc, iota, vector::BroadcastOp::create(b, loc, laneType, first));
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, lanes,
                                  vector::BroadcastOp::create(b, loc, laneType, bound));
   };
@@ -333,8 +336,9 @@ SmallVector<Value> groupedMicrokernel(OpBuilder &b, Location loc, const OperandV
     for (int64_t r = 0; r < g; ++r)
       interleave.push_back(r * n + j);
   auto rowOf = [&](OpBuilder &b, Location loc, const OperandView &view, Value row) -> Value {
-    return LLVM::GEPOp::create(b, loc, ptrType, view.element, view.base,
-                               ArrayRef<LLVM::GEPArg>{Value(arith::MulIOp::create(b, loc, row, view.rowStride))});
+    return LLVM::GEPOp::create(
+        b, loc, ptrType, view.element, view.base,
+        ArrayRef<LLVM::GEPArg>{Value(arith::MulIOp::create(b, loc, row, view.rowStride))});
   };
   // b's groups of k for each chunk of 16 lanes.
   auto bGroupsAt = [&](OpBuilder &b, Location loc, Value kk) {
@@ -342,8 +346,9 @@ SmallVector<Value> groupedMicrokernel(OpBuilder &b, Location loc, const OperandV
     if (!bInGroups) {
       SmallVector<Value> bRows;
       for (int64_t r = 0; r < g; ++r)
-        bRows.push_back(LLVM::LoadOp::create(b, loc, bRowType,
-                                             rowOf(b, loc, bView, arith::AddIOp::create(b, loc, kk, i64Constant(b, loc, r))), 1));
+        bRows.push_back(LLVM::LoadOp::create(
+            b, loc, bRowType,
+            rowOf(b, loc, bView, arith::AddIOp::create(b, loc, kk, i64Constant(b, loc, r))), 1));
       SmallVector<Value> two = halves(b, loc, bRows);
       Value all = vector::ShuffleOp::create(b, loc, two[0], two[1], interleave);
       for (int64_t c = 0; c < chunks; ++c)
@@ -358,8 +363,10 @@ SmallVector<Value> groupedMicrokernel(OpBuilder &b, Location loc, const OperandV
       if (fullBlocks) {
         lanes = LLVM::LoadOp::create(b, loc, operandBitsType, ptr, align);
       } else {
-        Value on = lanesBelow(b, loc, g * kDotLanes, i64Constant(b, loc, c * g * kDotLanes), bView.validCols);
-        Value zero = arith::ConstantOp::create(b, loc, operandBitsType, b.getZeroAttr(operandBitsType));
+        Value on = lanesBelow(b, loc, g * kDotLanes, i64Constant(b, loc, c * g * kDotLanes),
+                              bView.validCols);
+        Value zero =
+            arith::ConstantOp::create(b, loc, operandBitsType, b.getZeroAttr(operandBitsType));
         lanes = LLVM::MaskedLoadOp::create(b, loc, operandBitsType, ptr, on, zero, align);
       }
       bGroups.push_back(words(b, loc, lanes));
@@ -368,14 +375,17 @@ SmallVector<Value> groupedMicrokernel(OpBuilder &b, Location loc, const OperandV
   };
   // a's group (a[i, kk], ..., a[i, kk + g - 1]) as one word.
   auto aWordAt = [&](OpBuilder &b, Location loc, int64_t i, Value kk) -> Value {
-    Value offset = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, i64Constant(b, loc, i), a.rowStride), kk);
-    Value ptr = LLVM::GEPOp::create(b, loc, ptrType, a.element, a.base, ArrayRef<LLVM::GEPArg>{offset});
+    Value offset = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, i64Constant(b, loc, i), a.rowStride), kk);
+    Value ptr =
+        LLVM::GEPOp::create(b, loc, ptrType, a.element, a.base, ArrayRef<LLVM::GEPArg>{offset});
     if (fullBlocks)
       return LLVM::LoadOp::create(b, loc, i32, ptr, align);
-    Value rowOn = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, i64Constant(b, loc, i), a.validRows);
-    Value wholeGroup =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, arith::AddIOp::create(b, loc, kk, i64Constant(b, loc, g)),
-                              a.validCols);
+    Value rowOn = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, i64Constant(b, loc, i),
+                                        a.validRows);
+    Value wholeGroup = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::sle,
+        arith::AddIOp::create(b, loc, kk, i64Constant(b, loc, g)), a.validCols);
     return scf::IfOp::create(
                b, loc, arith::AndIOp::create(b, loc, rowOn, wholeGroup),
                [&](OpBuilder &b, Location loc) {
@@ -383,10 +393,12 @@ SmallVector<Value> groupedMicrokernel(OpBuilder &b, Location loc, const OperandV
                },
                [&](OpBuilder &b, Location loc) {
                  auto groupType = VectorType::get({g}, bits);
-                 Value on = arith::AndIOp::create(
-                     b, loc, lanesBelow(b, loc, g, kk, a.validCols),
-                     vector::BroadcastOp::create(b, loc, VectorType::get({g}, b.getI1Type()), rowOn));
-                 Value zero = arith::ConstantOp::create(b, loc, groupType, b.getZeroAttr(groupType));
+                 Value on =
+                     arith::AndIOp::create(b, loc, lanesBelow(b, loc, g, kk, a.validCols),
+                                           vector::BroadcastOp::create(
+                                               b, loc, VectorType::get({g}, b.getI1Type()), rowOn));
+                 Value zero =
+                     arith::ConstantOp::create(b, loc, groupType, b.getZeroAttr(groupType));
                  Value group = LLVM::MaskedLoadOp::create(b, loc, groupType, ptr, on, zero, align);
                  scf::YieldOp::create(b, loc, Value(LLVM::BitcastOp::create(b, loc, i32, group)));
                })
@@ -395,7 +407,8 @@ SmallVector<Value> groupedMicrokernel(OpBuilder &b, Location loc, const OperandV
   // At the edges the loop ends after b's last group row that the mask keeps.
   Value end = i64Constant(b, loc, k);
   if (!fullBlocks)
-    end = arith::MinSIOp::create(b, loc, end, arith::MulIOp::create(b, loc, bView.validRows, i64Constant(b, loc, g)));
+    end = arith::MinSIOp::create(
+        b, loc, end, arith::MulIOp::create(b, loc, bView.validRows, i64Constant(b, loc, g)));
   auto loop = scf::ForOp::create(
       b, loc, i64Constant(b, loc, 0), end, i64Constant(b, loc, g), carried,
       [&](OpBuilder &b, Location loc, Value kk, ValueRange state) {
@@ -459,8 +472,9 @@ struct DotLowering : OpConversionPattern<DotOp> {
     if (readsOperandsFromMemory(op))
       return lowerFromMemory(op, adaptor, rewriter);
     if (op.kGroup() > 1)
-      return op.emitOpError("b_k_group is read from memory by the dot itself: a and b must be blocks loaded from "
-                            "affine addresses with per-dimension masks");
+      return op.emitOpError(
+          "b_k_group is read from memory by the dot itself: a and b must be blocks loaded from "
+          "affine addresses with per-dimension masks");
     return lowerAsContract(op, adaptor, rewriter);
   }
 
@@ -470,24 +484,28 @@ struct DotLowering : OpConversionPattern<DotOp> {
     int64_t group = op.kGroup();
     int64_t m = aType.getDimSize(0), k = aType.getDimSize(1), n = bType.getDimSize(1) / group;
     Type accElement = cast<RankedTensorType>(op.getAcc().getType()).getElementType();
-    std::optional<GroupedDot> instruction = dotInstructionFor(aType.getElementType(), accElement, features);
+    std::optional<GroupedDot> instruction =
+        dotInstructionFor(aType.getElementType(), accElement, features);
     if (group > 1) {
       // b in groups of k is read only by the instruction that takes them.
       if (!instruction || instruction->group != group)
         return op.emitOpError("b_k_group = ")
-               << group << " needs the target's dot-product instruction for " << aType.getElementType() << " in groups of "
-               << group << " k: vdpbf16ps (AVX512-BF16) takes bf16 pairs, vpdpbusd (AVX512-VNNI) int8 quads";
+               << group << " needs the target's dot-product instruction for "
+               << aType.getElementType() << " in groups of " << group
+               << " k: vdpbf16ps (AVX512-BF16) takes bf16 pairs, vpdpbusd (AVX512-VNNI) int8 quads";
       if (n % kDotLanes != 0)
         return op.emitOpError("b_k_group needs N a multiple of ") << kDotLanes << ", got " << n;
-      if (TypedAttr other = stridedBlockOf(op.getA())->other; other && !matchPattern(other, m_Zero()) &&
-                                                                  !matchPattern(other, m_AnyZeroFloat()))
-        return op.emitOpError("b_k_group reads a's masked-off lanes as zero; its load gives them another value");
+      if (TypedAttr other = stridedBlockOf(op.getA())->other;
+          other && !matchPattern(other, m_Zero()) && !matchPattern(other, m_AnyZeroFloat()))
+        return op.emitOpError(
+            "b_k_group reads a's masked-off lanes as zero; its load gives them another value");
     }
     OperandView a = viewOf(rewriter, loc, *stridedBlockOf(op.getA()), aType);
     OperandView b = viewOf(rewriter, loc, *stridedBlockOf(op.getB()), bType);
     if (group > 1) {
       if (getConstantIntValue(a.colStride) != 1 || getConstantIntValue(b.colStride) != 1)
-        return op.emitOpError("b_k_group reads a's k and b's groups at unit stride: both column strides must be known "
+        return op.emitOpError("b_k_group reads a's k and b's groups at unit stride: both column "
+                              "strides must be known "
                               "to be 1");
       return lowerGroupedLayout(op, adaptor, rewriter, a, b, m, k, n, *instruction);
     }
@@ -514,8 +532,8 @@ struct DotLowering : OpConversionPattern<DotOp> {
           auto byGroups = scf::IfOp::create(
               builder, l, unitK,
               [&](OpBuilder &then, Location at) {
-                scf::YieldOp::create(then, at,
-                                     groupedMicrokernel(then, at, a, b, rows, k, *grouped, false, true));
+                scf::YieldOp::create(
+                    then, at, groupedMicrokernel(then, at, a, b, rows, k, *grouped, false, true));
               },
               [&](OpBuilder &otherwise, Location at) {
                 scf::YieldOp::create(otherwise, at, microkernel(otherwise, at, a, b, rows, k, true));
@@ -533,30 +551,34 @@ struct DotLowering : OpConversionPattern<DotOp> {
   /// instruction, the edges under masks; or, where the host has tile registers for the
   /// dtype and the block fits them, all of it on the tiles.
   LogicalResult lowerGroupedLayout(DotOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter,
-                                   const OperandView &a, const OperandView &b, int64_t m, int64_t k, int64_t n,
-                                   const GroupedDot &instruction) const {
+                                   const OperandView &a, const OperandView &b, int64_t m, int64_t k,
+                                   int64_t n, const GroupedDot &instruction) const {
     Location loc = op.getLoc();
     SmallVector<Value> rows = accumulatorRows(rewriter, loc, adaptor.getAcc());
     if ((instruction.offsetA ? features.amxInt8 : features.amxBf16) && fitsMatrixTiles(m, n)) {
-      SmallVector<Value> byTiles =
-          matrixTileMicrokernel(rewriter, loc, TileBlock{{a.base, a.rowStride, a.element}, a.validRows, a.validCols},
-                                TileBlock{{b.base, b.rowStride, b.element}, b.validRows, b.validCols}, rows, k);
+      SmallVector<Value> byTiles = matrixTileMicrokernel(
+          rewriter, loc, TileBlock{{a.base, a.rowStride, a.element}, a.validRows, a.validCols},
+          TileBlock{{b.base, b.rowStride, b.element}, b.validRows, b.validCols}, rows, k);
       rewriter.replaceOp(op, joinRows(rewriter, loc, adaptor.getAcc(), byTiles));
       return success();
     }
     auto eq = [&](Value x, int64_t y) -> Value {
-      return arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, x, i64Constant(rewriter, loc, y));
+      return arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, x,
+                                   i64Constant(rewriter, loc, y));
     };
     Value full = eq(a.validRows, m);
-    for (Value on : {eq(a.validCols, k), eq(b.validRows, k / instruction.group), eq(b.validCols, n * instruction.group)})
+    for (Value on : {eq(a.validCols, k), eq(b.validRows, k / instruction.group),
+                     eq(b.validCols, n * instruction.group)})
       full = arith::AndIOp::create(rewriter, loc, full, on);
     auto branch = scf::IfOp::create(
         rewriter, loc, full,
         [&](OpBuilder &builder, Location l) {
-          scf::YieldOp::create(builder, l, groupedMicrokernel(builder, l, a, b, rows, k, instruction, true, true));
+          scf::YieldOp::create(
+              builder, l, groupedMicrokernel(builder, l, a, b, rows, k, instruction, true, true));
         },
         [&](OpBuilder &builder, Location l) {
-          scf::YieldOp::create(builder, l, groupedMicrokernel(builder, l, a, b, rows, k, instruction, true, false));
+          scf::YieldOp::create(
+              builder, l, groupedMicrokernel(builder, l, a, b, rows, k, instruction, true, false));
         });
     rewriter.replaceOp(op, joinRows(rewriter, loc, adaptor.getAcc(), branch.getResults()));
     return success();

@@ -59,13 +59,15 @@ Value intrinsic(OpBuilder &b, Location loc, Type result, StringRef name, ValueRa
     LLVM::CallIntrinsicOp::create(b, loc, b.getStringAttr(name), operands);
     return Value();
   }
-  return LLVM::CallIntrinsicOp::create(b, loc, result, b.getStringAttr(name), operands).getResult(0);
+  return LLVM::CallIntrinsicOp::create(b, loc, result, b.getStringAttr(name), operands)
+      .getResult(0);
 }
 
 /// A full 16x64-byte tile from `ptr`, its rows `strideBytes` apart.
 Value loadTile(OpBuilder &b, Location loc, Value ptr, Value strideBytes) {
-  return intrinsic(b, loc, LLVM::LLVMX86AMXType::get(b.getContext()), "llvm.x86.tileloadd64.internal",
-                   {i16Constant(b, loc, kTileRows), i16Constant(b, loc, kTileRowBytes), ptr, strideBytes});
+  return intrinsic(
+      b, loc, LLVM::LLVMX86AMXType::get(b.getContext()), "llvm.x86.tileloadd64.internal",
+      {i16Constant(b, loc, kTileRows), i16Constant(b, loc, kTileRowBytes), ptr, strideBytes});
 }
 
 Value elementsFrom(OpBuilder &b, Location loc, Value base, Type element, Value offset) {
@@ -103,50 +105,61 @@ struct TileSource {
 /// The block `from` (rows of `cols` elements, of which the first `validRows` and
 /// `validCols` are kept) into `buffer`, rows `bufferStride` elements apart, zeros in the
 /// lanes left off; 64 bytes at a time (`cols` a multiple of them).
-void stageBlock(OpBuilder &b, Location loc, const TileOperand &from, Value validRows, Value validCols, int64_t rows,
-                Value cols, Value buffer, int64_t bufferStride) {
+void stageBlock(OpBuilder &b, Location loc, const TileOperand &from, Value validRows,
+                Value validCols, int64_t rows, Value cols, Value buffer, int64_t bufferStride) {
   int64_t lanes = kTileRowBytes / (from.element.getIntOrFloatBitWidth() / 8);
   Type bits = b.getIntegerType(from.element.getIntOrFloatBitWidth());
   auto chunkType = VectorType::get({lanes}, bits);
   auto laneType = VectorType::get({lanes}, b.getI64Type());
-  Value iota = arith::ConstantOp::create(b, loc, laneType, b.getI64VectorAttr(llvm::to_vector(llvm::seq<int64_t>(0, lanes))));
+  Value iota = arith::ConstantOp::create(
+      b, loc, laneType, b.getI64VectorAttr(llvm::to_vector(llvm::seq<int64_t>(0, lanes))));
   Value zeros = arith::ConstantOp::create(b, loc, chunkType, b.getZeroAttr(chunkType));
-  scf::ForOp::create(b, loc, i64Value(b, loc, 0), i64Value(b, loc, rows), i64Value(b, loc, 1), ValueRange{},
-                     [&](OpBuilder &b, Location loc, Value row, ValueRange) {
-                       Value rowOn = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, row, validRows);
-                       Value source = elementsFrom(b, loc, from.base, from.element,
-                                                   arith::MulIOp::create(b, loc, row, from.rowStride));
-                       Value target = elementsFrom(b, loc, buffer, from.element,
-                                                   arith::MulIOp::create(b, loc, row, i64Value(b, loc, bufferStride)));
-                       scf::ForOp::create(
-                           b, loc, i64Value(b, loc, 0), cols, i64Value(b, loc, lanes), ValueRange{},
-                           [&](OpBuilder &b, Location loc, Value col, ValueRange) {
-                             Value inRow = arith::CmpIOp::create(
-                                 b, loc, arith::CmpIPredicate::slt,
-                                 arith::AddIOp::create(b, loc, iota, vector::BroadcastOp::create(b, loc, laneType, col)),
-                                 vector::BroadcastOp::create(b, loc, laneType, validCols));
-                             Value on = arith::AndIOp::create(
-                                 b, loc, inRow,
-                                 vector::BroadcastOp::create(b, loc, VectorType::get({lanes}, b.getI1Type()), rowOn));
-                             Value chunk = LLVM::MaskedLoadOp::create(
-                                 b, loc, chunkType, elementsFrom(b, loc, source, from.element, col), on, zeros, 1);
-                             LLVM::StoreOp::create(b, loc, chunk, elementsFrom(b, loc, target, from.element, col), 1);
-                             scf::YieldOp::create(b, loc);
-                           });
-                       scf::YieldOp::create(b, loc);
-                     });
+  scf::ForOp::create(
+      b, loc, i64Value(b, loc, 0), i64Value(b, loc, rows), i64Value(b, loc, 1), ValueRange{},
+      [&](OpBuilder &b, Location loc, Value row, ValueRange) {
+        Value rowOn = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, row, validRows);
+        Value source = elementsFrom(b, loc, from.base, from.element,
+                                    arith::MulIOp::create(b, loc, row, from.rowStride));
+        Value target =
+            elementsFrom(b, loc, buffer, from.element,
+                         arith::MulIOp::create(b, loc, row, i64Value(b, loc, bufferStride)));
+        scf::ForOp::create(
+            b, loc, i64Value(b, loc, 0), cols, i64Value(b, loc, lanes), ValueRange{},
+            [&](OpBuilder &b, Location loc, Value col, ValueRange) {
+              Value inRow = arith::CmpIOp::create(
+                  b, loc, arith::CmpIPredicate::slt,
+                  arith::AddIOp::create(b, loc, iota,
+                                        vector::BroadcastOp::create(b, loc, laneType, col)),
+                  vector::BroadcastOp::create(b, loc, laneType, validCols));
+              Value on = arith::AndIOp::create(
+                  b, loc, inRow,
+                  vector::BroadcastOp::create(b, loc, VectorType::get({lanes}, b.getI1Type()),
+                                              rowOn));
+              Value chunk = LLVM::MaskedLoadOp::create(
+                  b, loc, chunkType, elementsFrom(b, loc, source, from.element, col), on, zeros, 1);
+              LLVM::StoreOp::create(b, loc, chunk, elementsFrom(b, loc, target, from.element, col),
+                                    1);
+              scf::YieldOp::create(b, loc);
+            });
+        scf::YieldOp::create(b, loc);
+      });
 }
 
 Value roundUp(OpBuilder &b, Location loc, Value x, int64_t multiple) {
   Value m = i64Value(b, loc, multiple);
   return arith::MulIOp::create(
-      b, loc, arith::DivSIOp::create(b, loc, arith::AddIOp::create(b, loc, x, i64Value(b, loc, multiple - 1)), m), m);
+      b, loc,
+      arith::DivSIOp::create(b, loc,
+                             arith::AddIOp::create(b, loc, x, i64Value(b, loc, multiple - 1)), m),
+      m);
 }
 
 } // namespace
 
-SmallVector<Value> mlir::tile::cpu::matrixTileMicrokernel(OpBuilder &b, Location loc, const TileBlock &a,
-                                                          const TileBlock &bGroups, ValueRange accRows, int64_t k) {
+SmallVector<Value> mlir::tile::cpu::matrixTileMicrokernel(OpBuilder &b, Location loc,
+                                                          const TileBlock &a,
+                                                          const TileBlock &bGroups,
+                                                          ValueRange accRows, int64_t k) {
   auto rowType = cast<VectorType>(accRows.front().getType());
   int64_t m = accRows.size(), n = rowType.getDimSize(0);
   int64_t bands = m / kTileRows, chunks = n / kTileRows;
@@ -167,8 +180,9 @@ SmallVector<Value> mlir::tile::cpu::matrixTileMicrokernel(OpBuilder &b, Location
   using Pred = arith::CmpIPredicate;
 
   // The k that a and b both keep, in whole tiles: past it every product is zero.
-  Value kKept = arith::MinSIOp::create(b, loc, a.validCols,
-                                       arith::MulIOp::create(b, loc, bGroups.validRows, i64Value(b, loc, group)));
+  Value kKept = arith::MinSIOp::create(
+      b, loc, a.validCols,
+      arith::MulIOp::create(b, loc, bGroups.validRows, i64Value(b, loc, group)));
   Value kEnd = roundUp(b, loc, arith::MaxSIOp::create(b, loc, kKept, i64Value(b, loc, 0)), kStep);
 
   // The accumulator through a buffer on the stack into its tiles. The buffers are the
@@ -177,7 +191,11 @@ SmallVector<Value> mlir::tile::cpu::matrixTileMicrokernel(OpBuilder &b, Location
   int64_t rowBytes = n * 4;
   auto stackBuffer = [&](int64_t size) -> Value {
     OpBuilder::InsertionGuard guard(b);
-    Block &entry = b.getInsertionBlock()->getParent()->getParentOfType<FunctionOpInterface>().getFunctionBody().front();
+    Block &entry = b.getInsertionBlock()
+                       ->getParent()
+                       ->getParentOfType<FunctionOpInterface>()
+                       .getFunctionBody()
+                       .front();
     b.setInsertionPointToStart(&entry);
     return LLVM::AllocaOp::create(b, loc, ptrType, b.getI8Type(), i64Value(b, loc, size), 64);
   };
@@ -186,11 +204,12 @@ SmallVector<Value> mlir::tile::cpu::matrixTileMicrokernel(OpBuilder &b, Location
   // matches them by it).
   SmallVector<Value> rowAddresses;
   for (int64_t i = 0; i < m; ++i)
-    rowAddresses.push_back(
-        LLVM::GEPOp::create(b, loc, ptrType, b.getI8Type(), buffer, ArrayRef<LLVM::GEPArg>{int32_t(i * rowBytes)}));
+    rowAddresses.push_back(LLVM::GEPOp::create(b, loc, ptrType, b.getI8Type(), buffer,
+                                               ArrayRef<LLVM::GEPArg>{int32_t(i * rowBytes)}));
   auto rowAt = [&](int64_t i) { return rowAddresses[i]; };
   for (auto [i, row] : llvm::enumerate(accRows))
-    LLVM::StoreOp::create(b, loc, row, rowAt(i), 64)->setAttr(kAccumulatorRowAttr, b.getI64IntegerAttr(i));
+    LLVM::StoreOp::create(b, loc, row, rowAt(i), 64)
+        ->setAttr(kAccumulatorRowAttr, b.getI64IntegerAttr(i));
   Value bufferStride = i64Value(b, loc, rowBytes);
   // The corner of the accumulator's tile (band, chunk) in the buffer.
   auto cornerOf = [&](OpBuilder &b, Location loc, int64_t band, int64_t chunk) -> Value {
@@ -200,10 +219,12 @@ SmallVector<Value> mlir::tile::cpu::matrixTileMicrokernel(OpBuilder &b, Location
 
   // Each operand from its own memory where every lane a tile reads is kept, else from
   // a staged copy.
-  auto source = [&](const TileBlock &block, Value whole, int64_t rows, Value cols, int64_t stagedStride) {
+  auto source = [&](const TileBlock &block, Value whole, int64_t rows, Value cols,
+                    int64_t stagedStride) {
     Value copy = stackBuffer(rows * stagedStride * elementBytes);
     auto staged = [&](OpBuilder &b, Location loc) {
-      stageBlock(b, loc, block.operand, block.validRows, block.validCols, rows, cols, copy, stagedStride);
+      stageBlock(b, loc, block.operand, block.validRows, block.validCols, rows, cols, copy,
+                 stagedStride);
       scf::YieldOp::create(b, loc, ValueRange{copy, i64Value(b, loc, stagedStride)});
     };
     auto own = [&](OpBuilder &b, Location loc) {
@@ -216,7 +237,8 @@ SmallVector<Value> mlir::tile::cpu::matrixTileMicrokernel(OpBuilder &b, Location
                                        cmp(Pred::sge, a.validCols, kEnd));
   Value bWhole = arith::AndIOp::create(
       b, loc, cmp(Pred::eq, bGroups.validCols, i64Value(b, loc, n * group)),
-      cmp(Pred::sge, arith::MulIOp::create(b, loc, bGroups.validRows, i64Value(b, loc, group)), kEnd));
+      cmp(Pred::sge, arith::MulIOp::create(b, loc, bGroups.validRows, i64Value(b, loc, group)),
+          kEnd));
   TileSource aSource = source(a, aWhole, m, kEnd, kPadded);
   TileSource bSource =
       source(bGroups, bWhole, kPadded / group, i64Value(b, loc, n * group), n * group);
@@ -224,31 +246,39 @@ SmallVector<Value> mlir::tile::cpu::matrixTileMicrokernel(OpBuilder &b, Location
   Value aStride = bytes(aSource.rowStride), bStride = bytes(bSource.rowStride);
   // The tiles of the sub-block of `bandCount` bands from `firstBand` and `chunkCount`
   // chunks from `firstChunk`, from k0 to k1: a's and b's tiles loaded once per k step.
-  auto multiply = [&](OpBuilder &b, Location loc, int64_t firstBand, int64_t firstChunk, Value k0, Value k1,
-                      SmallVector<Value> tiles) {
+  auto multiply = [&](OpBuilder &b, Location loc, int64_t firstBand, int64_t firstChunk, Value k0,
+                      Value k1, SmallVector<Value> tiles) {
     auto loop = scf::ForOp::create(
-        b, loc, k0, k1, i64Value(b, loc, kStep), tiles, [&](OpBuilder &b, Location loc, Value kk, ValueRange state) {
+        b, loc, k0, k1, i64Value(b, loc, kStep), tiles,
+        [&](OpBuilder &b, Location loc, Value kk, ValueRange state) {
           SmallVector<Value> aTiles, bTiles;
           for (int64_t band = firstBand; band < firstBand + subBands; ++band) {
             Value offset = arith::AddIOp::create(
-                b, loc, arith::MulIOp::create(b, loc, i64Value(b, loc, band * kTileRows), aSource.rowStride), kk);
-            aTiles.push_back(loadTile(b, loc, elementsFrom(b, loc, aSource.base, element, offset), aStride));
+                b, loc,
+                arith::MulIOp::create(b, loc, i64Value(b, loc, band * kTileRows),
+                                      aSource.rowStride),
+                kk);
+            aTiles.push_back(
+                loadTile(b, loc, elementsFrom(b, loc, aSource.base, element, offset), aStride));
           }
           // b's row of groups kk / group, chunk c's 16 columns of `group` k each.
           Value groupRow = arith::DivUIOp::create(b, loc, kk, i64Value(b, loc, group));
           Value rowStart = arith::MulIOp::create(b, loc, groupRow, bSource.rowStride);
           for (int64_t chunk = firstChunk; chunk < firstChunk + subChunks; ++chunk) {
-            Value offset = arith::AddIOp::create(b, loc, rowStart, i64Value(b, loc, chunk * kTileRows * group));
-            bTiles.push_back(loadTile(b, loc, elementsFrom(b, loc, bSource.base, element, offset), bStride));
+            Value offset = arith::AddIOp::create(b, loc, rowStart,
+                                                 i64Value(b, loc, chunk * kTileRows * group));
+            bTiles.push_back(
+                loadTile(b, loc, elementsFrom(b, loc, bSource.base, element, offset), bStride));
           }
           SmallVector<Value> next;
           for (int64_t band = 0; band < subBands; ++band)
             for (int64_t chunk = 0; chunk < subChunks; ++chunk)
-              next.push_back(intrinsic(b, loc, amx,
-                                       integer ? "llvm.x86.tdpbssd.internal" : "llvm.x86.tdpbf16ps.internal",
-                                       {i16Constant(b, loc, kTileRows), i16Constant(b, loc, kTileRowBytes),
-                                        i16Constant(b, loc, kTileRowBytes), state[band * subChunks + chunk],
-                                        aTiles[band], bTiles[chunk]}));
+              next.push_back(
+                  intrinsic(b, loc, amx,
+                            integer ? "llvm.x86.tdpbssd.internal" : "llvm.x86.tdpbf16ps.internal",
+                            {i16Constant(b, loc, kTileRows), i16Constant(b, loc, kTileRowBytes),
+                             i16Constant(b, loc, kTileRowBytes), state[band * subChunks + chunk],
+                             aTiles[band], bTiles[chunk]}));
           scf::YieldOp::create(b, loc, next);
         });
     return SmallVector<Value>(loop.getResults());
@@ -260,12 +290,14 @@ SmallVector<Value> mlir::tile::cpu::matrixTileMicrokernel(OpBuilder &b, Location
         tiles.push_back(loadTile(b, loc, cornerOf(b, loc, band, chunk), bufferStride));
     return tiles;
   };
-  auto storeSubBlock = [&](OpBuilder &b, Location loc, int64_t firstBand, int64_t firstChunk, ValueRange tiles) {
+  auto storeSubBlock = [&](OpBuilder &b, Location loc, int64_t firstBand, int64_t firstChunk,
+                           ValueRange tiles) {
     for (int64_t band = 0; band < subBands; ++band)
       for (int64_t chunk = 0; chunk < subChunks; ++chunk)
         intrinsic(b, loc, Type(), "llvm.x86.tilestored64.internal",
                   {i16Constant(b, loc, kTileRows), i16Constant(b, loc, kTileRowBytes),
-                   cornerOf(b, loc, firstBand + band, firstChunk + chunk), bufferStride, tiles[band * subChunks + chunk]});
+                   cornerOf(b, loc, firstBand + band, firstChunk + chunk), bufferStride,
+                   tiles[band * subChunks + chunk]});
   };
   Value zero = i64Value(b, loc, 0);
   if (subBands == bands && subChunks == chunks) {
@@ -279,11 +311,13 @@ SmallVector<Value> mlir::tile::cpu::matrixTileMicrokernel(OpBuilder &b, Location
     scf::ForOp::create(b, loc, zero, kEnd, i64Value(b, loc, chunkK), ValueRange{},
                        [&](OpBuilder &b, Location loc, Value k0, ValueRange) {
                          Value k1 = arith::MinSIOp::create(
-                             b, loc, arith::AddIOp::create(b, loc, k0, i64Value(b, loc, chunkK)), kEnd);
+                             b, loc, arith::AddIOp::create(b, loc, k0, i64Value(b, loc, chunkK)),
+                             kEnd);
                          for (int64_t band = 0; band < bands; band += subBands)
                            for (int64_t chunk = 0; chunk < chunks; chunk += subChunks)
                              storeSubBlock(b, loc, band, chunk,
-                                           multiply(b, loc, band, chunk, k0, k1, loadSubBlock(b, loc, band, chunk)));
+                                           multiply(b, loc, band, chunk, k0, k1,
+                                                    loadSubBlock(b, loc, band, chunk)));
                          scf::YieldOp::create(b, loc);
                        });
   }
@@ -336,7 +370,8 @@ SmallVector<LLVM::LoadOp> rowLoadsOf(scf::ForOp loop, unsigned index, int64_t ro
     loads[row.getInt()] = load;
     joined = insert.getDest();
   }
-  if (!joined.getDefiningOp<arith::ConstantOp>() || llvm::any_of(loads, [](LLVM::LoadOp load) { return !load; }))
+  if (!joined.getDefiningOp<arith::ConstantOp>() ||
+      llvm::any_of(loads, [](LLVM::LoadOp load) { return !load; }))
     return {};
   return loads;
 }
@@ -364,7 +399,9 @@ void mlir::tile::cpu::keepAccumulatorsInTileBuffers(Operation *kernel) {
       if (!type || type.getRank() != 2)
         continue;
       SmallVector<LLVM::StoreOp> stores = rowStoresOf(loop, index);
-      SmallVector<LLVM::LoadOp> loads = stores.empty() ? SmallVector<LLVM::LoadOp>() : rowLoadsOf(loop, index, type.getDimSize(0));
+      SmallVector<LLVM::LoadOp> loads = stores.empty()
+                                            ? SmallVector<LLVM::LoadOp>()
+                                            : rowLoadsOf(loop, index, type.getDimSize(0));
       if (loads.empty() || !llvm::all_of(llvm::zip(stores, loads), [](auto pair) {
             return std::get<0>(pair).getAddr() == std::get<1>(pair).getAddr();
           }))
@@ -376,13 +413,15 @@ void mlir::tile::cpu::keepAccumulatorsInTileBuffers(Operation *kernel) {
       Value init = loop.getInitArgs()[index];
       for (auto [i, store] : llvm::enumerate(stores)) {
         Value row = vector::ExtractOp::create(b, loc, init, ArrayRef<int64_t>{int64_t(i)});
-        LLVM::StoreOp::create(b, loc, row, cloneOutOf(b, loop, store.getAddr()), store.getAlignment().value_or(0));
+        LLVM::StoreOp::create(b, loc, row, cloneOutOf(b, loop, store.getAddr()),
+                              store.getAlignment().value_or(0));
       }
       b.setInsertionPointAfter(loop);
       Value last = arith::ConstantOp::create(b, loc, type, b.getZeroAttr(type));
       for (auto [i, load] : llvm::enumerate(loads)) {
-        Value row = LLVM::LoadOp::create(b, loc, load.getType(), cloneOutOf(b, loop, load.getAddr()),
-                                         load.getAlignment().value_or(0));
+        Value row =
+            LLVM::LoadOp::create(b, loc, load.getType(), cloneOutOf(b, loop, load.getAddr()),
+                                 load.getAlignment().value_or(0));
         last = vector::InsertOp::create(b, loc, row, last, ArrayRef<int64_t>{int64_t(i)});
       }
       loop.getResult(index).replaceAllUsesWith(last);

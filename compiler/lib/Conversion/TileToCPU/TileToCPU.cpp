@@ -160,7 +160,8 @@ struct ConvertTileToCPUPass : mlir::tile::impl::ConvertTileToCPUBase<ConvertTile
     patterns.add<MakeRangeLowering, SplatLowering, AddPtrLowering, ExpandDimsLowering,
                  BroadcastLowering>(converter, ctx);
     cpu::populateMemoryAccessPatterns(converter, patterns);
-    cpu::populateDotPatterns(converter, patterns, cpu::CpuDotFeatures{bf16Dot, int8Dot, amxBf16, amxInt8});
+    cpu::populateDotPatterns(converter, patterns,
+                             cpu::CpuDotFeatures{bf16Dot, int8Dot, amxBf16, amxInt8});
     populateElementwiseTypeLowering(converter, patterns);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns, converter);
     populateReturnOpTypeConversionPattern(patterns, converter);

@@ -175,8 +175,8 @@ LogicalResult DotOp::verify() {
            << b.getDimSize(1) << (group > 1 ? " in groups of " + std::to_string(group) + " k" : "");
   if (acc.getDimSize(0) != a.getDimSize(0) || acc.getDimSize(1) != b.getDimSize(1) / group)
     return emitOpError("accumulator shape ")
-           << acc.getDimSize(0) << "x" << acc.getDimSize(1) << " is not " << a.getDimSize(0)
-           << "x" << b.getDimSize(1) / group;
+           << acc.getDimSize(0) << "x" << acc.getDimSize(1) << " is not " << a.getDimSize(0) << "x"
+           << b.getDimSize(1) / group;
   Type expected = accumulatorTypeFor(a.getElementType());
   if (acc.getElementType() != expected)
     return emitOpError("a dot of ") << a.getElementType() << " accumulates in " << expected
