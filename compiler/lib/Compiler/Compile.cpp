@@ -354,10 +354,8 @@ Binary tile::compile(mlir::ModuleOp module, const Target &target, const CompileO
     checkCpuAccumulator(1024, 1024, 4, target);
 
   mlir::PassManager toCpu(context);
-  bool amx = target.hasFeature("amx-tile");
   buildTileToCpuPipeline(toCpu, target.hasFeature("avx512bf16"), target.hasFeature("avx512vnni"),
-                         amx && target.hasFeature("amx-bf16"),
-                         amx && target.hasFeature("amx-int8"));
+                         hasCpuMatrixTiles(target, "bf16"), hasCpuMatrixTiles(target, "i8"));
   if (!runStage(toCpu, module) || injectedInto(module, "lowering"))
     diagnostics.fail("lowering tile -> tile-cpu failed:");
   keep("tile-cpu", [&] { return printed(module); });

@@ -54,8 +54,9 @@ struct TileOperand {
   Type element;
 };
 
-/// Whether a BLOCK_M x BLOCK_N accumulator fits the tile registers in 16x16 tiles, with a
-/// tile of a and of b per 16 rows and columns beside it.
+/// Whether a BLOCK_M x BLOCK_N accumulator fits the tile-register kernel: whole 16x16
+/// tiles, in sub-blocks of up to 2 x 2 tiles (with a tile of a and of b per band and
+/// chunk beside them), and no more than its buffer holds (kMaxTileAccumulatorElements).
 bool fitsMatrixTiles(int64_t blockM, int64_t blockN);
 
 /// Where a K loop carries an accumulator only into and out of its tile dots' buffer, the

@@ -447,6 +447,11 @@ SmallVector<Value> groupedMicrokernel(OpBuilder &b, Location loc, const OperandV
   return rows;
 }
 
+/// x == y, for an i64 x.
+Value equals(OpBuilder &b, Location loc, Value x, int64_t y) {
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x, i64Constant(b, loc, y));
+}
+
 /// The accumulator's rows, which the microkernels carry one vector each.
 SmallVector<Value> accumulatorRows(OpBuilder &b, Location loc, Value acc) {
   SmallVector<Value> rows;
@@ -505,14 +510,10 @@ struct DotLowering : OpConversionPattern<DotOp> {
     if (group > 1) {
       if (getConstantIntValue(a.colStride) != 1 || getConstantIntValue(b.colStride) != 1)
         return op.emitOpError("b_k_group reads a's k and b's groups at unit stride: both column "
-                              "strides must be known "
-                              "to be 1");
+                              "strides must be known to be 1");
       return lowerGroupedLayout(op, adaptor, rewriter, a, b, m, k, n, *instruction);
     }
-    auto eq = [&](Value x, int64_t y) -> Value {
-      return arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, x,
-                                   i64Constant(rewriter, loc, y));
-    };
+    auto eq = [&](Value x, int64_t y) { return equals(rewriter, loc, x, y); };
     Value full = eq(b.colStride, 1);
     for (Value on : {eq(a.validRows, m), eq(a.validCols, k), eq(b.validRows, k), eq(b.validCols, n)})
       full = arith::AndIOp::create(rewriter, loc, full, on);
@@ -562,10 +563,7 @@ struct DotLowering : OpConversionPattern<DotOp> {
       rewriter.replaceOp(op, joinRows(rewriter, loc, adaptor.getAcc(), byTiles));
       return success();
     }
-    auto eq = [&](Value x, int64_t y) -> Value {
-      return arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, x,
-                                   i64Constant(rewriter, loc, y));
-    };
+    auto eq = [&](Value x, int64_t y) { return equals(rewriter, loc, x, y); };
     Value full = eq(a.validRows, m);
     for (Value on : {eq(a.validCols, k), eq(b.validRows, k / instruction.group),
                      eq(b.validCols, n * instruction.group)})

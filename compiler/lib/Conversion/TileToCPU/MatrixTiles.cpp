@@ -376,8 +376,9 @@ SmallVector<LLVM::LoadOp> rowLoadsOf(scf::ForOp loop, unsigned index, int64_t ro
   return loads;
 }
 
-/// `op` before `before`, with the operands it takes from inside `loop` cloned first
-/// (address arithmetic on the kernel's buffers, invariant in the loop).
+/// `value` at `b`'s insertion point outside `loop`: its defining op cloned there, with the
+/// operands it takes from inside the loop cloned first (address arithmetic on the
+/// kernel's buffers, invariant in the loop).
 Value cloneOutOf(OpBuilder &b, scf::ForOp loop, Value value) {
   Operation *def = value.getDefiningOp();
   if (!def || !loop->isAncestor(def))
