@@ -259,14 +259,21 @@ bool tile::binding::packsBIntoPanels(int64_t m, int64_t n, int64_t k, int64_t el
   // - int8 rows of a 32-column block are 32 bytes, and a panel puts two in a cache line
   //   where b's own rows take one each: 1.28x at 1024^3 and 1.04x at 512^3, but 0.93x at
   //   128x1024x1024.
+  // - f32 rows of b 2 KB or more apart (N >= 512) hold a block's 128-byte runs in few
+  //   cache sets, which the block's K rows overflow: on a 2-core Xeon (48 KB L1d, 2 MB L2,
+  //   one thread) panels ran 1024x1024x256 at 158 GFLOP/s against 146, 1024x1024x512
+  //   152 against 132, 512^3 159 against 155, 256x4096x64 134 against 116; at 256^3 (1 KB
+  //   apart) 165 against 170.
   // The copy moves K*N elements against M*N*K multiply-adds: too few rows of a (M < 64)
   // do not repay it.
   constexpr int64_t kRowsWorthPanels = 64, kPastTheL2 = int64_t(4) << 20;
   constexpr int64_t kInt8Rows = 512, kInt8Bytes = int64_t(256) << 10;
+  constexpr int64_t kConflictingPitch = 2048;
   int64_t bytes = k * n * elementBytes;
   if (m < kRowsWorthPanels)
     return false;
-  return bytes >= kPastTheL2 || (elementBytes == 1 && m >= kInt8Rows && bytes >= kInt8Bytes);
+  return bytes >= kPastTheL2 || (elementBytes == 4 && n * elementBytes >= kConflictingPitch) ||
+         (elementBytes == 1 && m >= kInt8Rows && bytes >= kInt8Bytes);
 }
 
 bool tile::binding::usesMatrixTiles(const Target &target, const std::string &inputDtype,

@@ -60,11 +60,13 @@ _CUDA_MATMUL = _configs(
     keys=("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_stages", "num_warps"))
 
 # The CPU keeps a BLOCK_M x BLOCK_N accumulator in vector registers through the K loop:
-# shapes around the 16 registers of an 8x32 f32 block on AVX-512 (8x16 on AVX2), with
-# BLOCK_K trading the reuse of a row of b against the cache it occupies.
+# shapes around the 16 registers of a 4x64 or 8x32 f32 block on AVX-512 (8x16 on AVX2),
+# with BLOCK_K trading the reuse of a row of b against the cache it occupies, and groups
+# of 1024 rows of a that walk past each block column of b while it stays in L2.
 _CPU_MATMUL = _configs(
-    (8, 32, 256), (8, 32, 128), (8, 16, 256), (4, 64, 256), (16, 32, 128), (4, 32, 256),
-    keys=("BLOCK_M", "BLOCK_N", "BLOCK_K"))
+    (4, 64, 256, 256), (8, 32, 256, 128), (8, 32, 128, 128), (8, 16, 256, 128),
+    (4, 64, 128, 256), (4, 32, 256, 256),
+    keys=("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M"))
 
 # name -> (default, type, what it does); a tuple for the type lists the values allowed.
 # The defaults before any environment override.

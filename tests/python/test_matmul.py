@@ -379,8 +379,22 @@ def test_large_blocks_of_matrix_tiles(op, pair, tmp_path):
     assert specs and all(("BLOCK_M=64" in spec) == amx for spec in specs), specs
 
 
+def test_far_apart_rows_of_b_are_read_from_panels(tmp_path):
+    # f32 rows of b 2 KB or more apart put a block's runs in few cache sets: b is copied
+    # into panels below the L2's size too (here 400 KB), ragged in every dimension.
+    pair = PAIRS[0].values[0]
+    assert pair.inputs == torch.float32
+    a, b = random_inputs((67, 517, 203), pair.inputs)
+    with torch_tile.config.patch(dump_dir=tmp_path):
+        torch_tile.runtime.clear_cache()
+        check("matmul", a, b, pair)
+    specs = specs_compiled(tmp_path)
+    assert specs and all("packed_b=1" in spec for spec in specs), specs
+
+
 def test_small_b_is_read_in_place(tmp_path):
-    # Below the L2's size b is read through its strides: a copy would not repay itself.
+    # Below the L2's size, with rows close together, b is read through its strides: a copy
+    # would not repay itself.
     pair = PAIRS[0].values[0]
     a, b = random_inputs((67, 257, 255), pair.inputs)
     with torch_tile.config.patch(dump_dir=tmp_path):

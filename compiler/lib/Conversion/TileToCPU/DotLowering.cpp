@@ -117,6 +117,9 @@ Value i64Constant(OpBuilder &b, Location loc, int64_t value) {
   return arith::ConstantIntOp::create(b, loc, b.getI64Type(), value);
 }
 
+/// k steps per iteration of a full block's K loop.
+constexpr int64_t kUnrolledSteps = 4;
+
 /// One K loop over the block: rows[i] += a[i, k] * b[k, :] for k in [0, K).
 /// `fullBlocks` selects unmasked loads (and a unit-stride b row); otherwise every
 /// element is masked as the loads specified.
@@ -140,9 +143,15 @@ SmallVector<Value> microkernel(OpBuilder &b, Location loc, const OperandView &a,
                                    vector::BroadcastOp::create(b, loc, laneType, bView.validCols));
     bOther = vector::BroadcastOp::create(b, loc, bRowType, bView.other);
   }
-  auto loop = scf::ForOp::create(
-      b, loc, i64Constant(b, loc, 0), i64Constant(b, loc, k), i64Constant(b, loc, 1), accRows,
-      [&](OpBuilder &b, Location loc, Value kk, ValueRange rows) {
+  // Each row of a from its own pointer, made before the loop: one register per row that
+  // the loop indexes by k, where the row's offset added inside the loop made LLVM chain
+  // the rows' addresses one from another at every k.
+  SmallVector<Value> aRows;
+  for (int64_t i = 0, e = accRows.size(); i < e; ++i)
+    aRows.push_back(LLVM::GEPOp::create(
+        b, loc, ptrType, a.element, a.base,
+        ArrayRef<LLVM::GEPArg>{Value(arith::MulIOp::create(b, loc, i64Constant(b, loc, i), a.rowStride))}));
+  auto step = [&](OpBuilder &b, Location loc, Value kk, ValueRange rows) -> SmallVector<Value> {
         Value bRowPtr = LLVM::GEPOp::create(
             b, loc, ptrType, bView.element, bView.base,
             ArrayRef<LLVM::GEPArg>{Value(arith::MulIOp::create(b, loc, kk, bView.rowStride))});
@@ -189,10 +198,8 @@ SmallVector<Value> microkernel(OpBuilder &b, Location loc, const OperandView &a,
           kInA = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, kk, a.validCols);
         SmallVector<Value> next;
         for (auto [i, row] : llvm::enumerate(rows)) {
-          Value offset = arith::AddIOp::create(
-              b, loc, arith::MulIOp::create(b, loc, i64Constant(b, loc, i), a.rowStride), aColumn);
-          Value ptr = LLVM::GEPOp::create(b, loc, ptrType, a.element, a.base,
-                                          ArrayRef<LLVM::GEPArg>{offset});
+          Value ptr = LLVM::GEPOp::create(b, loc, ptrType, a.element, aRows[i],
+                                          ArrayRef<LLVM::GEPArg>{aColumn});
           // bf16 travels as i16 until it is widened: x86 without AVX512-BF16 would
           // round-trip a bfloat scalar through f32 and call __truncsfbf2 to insert it.
           bool bf16 = a.element.isBF16();
@@ -225,6 +232,21 @@ SmallVector<Value> microkernel(OpBuilder &b, Location loc, const OperandView &a,
             splat = arith::BitcastOp::create(b, loc, bRowType.clone(a.element), splat);
           splat = widen(b, loc, splat, accElement);
           next.push_back(multiplyAdd(b, loc, splat, bRow, row));
+        }
+        return next;
+  };
+  // Full blocks take kUnrolledSteps k per iteration: the loads of a and b then address
+  // their k by constant offsets from pointers that move once per iteration. Intel's FMA
+  // ports also execute integer instructions, so each address computed per k would take
+  // a slot from the multiplies (Zen's integer units are apart and do not feel it).
+  int64_t unroll = fullBlocks && k % kUnrolledSteps == 0 ? kUnrolledSteps : 1;
+  auto loop = scf::ForOp::create(
+      b, loc, i64Constant(b, loc, 0), i64Constant(b, loc, k), i64Constant(b, loc, unroll), accRows,
+      [&](OpBuilder &b, Location loc, Value kk, ValueRange rows) {
+        SmallVector<Value> next(rows);
+        for (int64_t u = 0; u < unroll; ++u) {
+          Value at = u == 0 ? kk : arith::AddIOp::create(b, loc, kk, i64Constant(b, loc, u)).getResult();
+          next = step(b, loc, at, next);
         }
         scf::YieldOp::create(b, loc, next);
       });
