@@ -25,6 +25,7 @@
 #include "tile/Target/CpuArch.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
 using namespace mlir;
@@ -376,6 +377,31 @@ SmallVector<LLVM::LoadOp> rowLoadsOf(scf::ForOp loop, unsigned index, int64_t ro
   return loads;
 }
 
+/// The bytes of the accumulator's rows where `init` is zeros and the row stores fill one
+/// run of memory (row i at i row lengths from row 0's address); else nothing.
+std::optional<int64_t> zeroedRowsBytes(Value init, MutableArrayRef<LLVM::StoreOp> stores) {
+  DenseElementsAttr dense;
+  if (!matchPattern(init, m_Constant(&dense)) || !dense.isSplat() || stores.empty())
+    return std::nullopt;
+  Attribute zero = dense.getSplatValue<Attribute>();
+  if (!(isa<FloatAttr>(zero) && cast<FloatAttr>(zero).getValue().isPosZero()) &&
+      !(isa<IntegerAttr>(zero) && cast<IntegerAttr>(zero).getValue().isZero()))
+    return std::nullopt;
+  auto rowType = cast<VectorType>(stores.front().getValue().getType());
+  int64_t rowBytes = rowType.getNumElements() * rowType.getElementTypeBitWidth() / 8;
+  auto first = stores.front().getAddr().getDefiningOp<LLVM::GEPOp>();
+  if (!first)
+    return std::nullopt;
+  for (auto [i, store] : llvm::enumerate(stores)) {
+    auto gep = store.getAddr().getDefiningOp<LLVM::GEPOp>();
+    if (!gep || gep.getBase() != first.getBase() || !gep.getElemType().isInteger(8) ||
+        gep.getDynamicIndices().size() != 0 || gep.getRawConstantIndices().size() != 1 ||
+        gep.getRawConstantIndices()[0] != int64_t(i) * rowBytes + first.getRawConstantIndices()[0])
+      return std::nullopt;
+  }
+  return int64_t(stores.size()) * rowBytes;
+}
+
 /// `value` at `b`'s insertion point outside `loop`: its defining op cloned there, with the
 /// operands it takes from inside the loop cloned first (address arithmetic on the
 /// kernel's buffers, invariant in the loop).
@@ -412,10 +438,20 @@ void mlir::tile::cpu::keepAccumulatorsInTileBuffers(Operation *kernel) {
       OpBuilder b(loop);
       Location loc = loop.getLoc();
       Value init = loop.getInitArgs()[index];
-      for (auto [i, store] : llvm::enumerate(stores)) {
-        Value row = vector::ExtractOp::create(b, loc, init, ArrayRef<int64_t>{int64_t(i)});
-        LLVM::StoreOp::create(b, loc, row, cloneOutOf(b, loop, store.getAddr()),
-                              store.getAlignment().value_or(0));
+      if (std::optional<int64_t> bytes = zeroedRowsBytes(init, stores)) {
+        // Zeros as one inline memset: the row stores of zeros would become a call to
+        // memset, and the tile configuration does not outlive a call, so each program
+        // instance would load it again (ldtilecfg, about 180 cycles on a Xeon).
+        LLVM::MemsetInlineOp::create(
+            b, loc, cloneOutOf(b, loop, stores.front().getAddr()),
+            arith::ConstantIntOp::create(b, loc, b.getI8Type(), 0), b.getI64IntegerAttr(*bytes),
+            /*isVolatile=*/false);
+      } else {
+        for (auto [i, store] : llvm::enumerate(stores)) {
+          Value row = vector::ExtractOp::create(b, loc, init, ArrayRef<int64_t>{int64_t(i)});
+          LLVM::StoreOp::create(b, loc, row, cloneOutOf(b, loop, store.getAddr()),
+                                store.getAlignment().value_or(0));
+        }
       }
       b.setInsertionPointAfter(loop);
       Value last = arith::ConstantOp::create(b, loc, type, b.getZeroAttr(type));
