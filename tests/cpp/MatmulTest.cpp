@@ -14,6 +14,7 @@
 
 #include <cmath>
 #include <random>
+#include <regex>
 
 using namespace tile;
 using tile::testing::matmulSpec;
@@ -203,6 +204,30 @@ TEST_P(GroupedDots, TakeTileRegistersWhereTheCpuHasAmx) {
     if (tiles)
       EXPECT_EQ(assembly.find("\tcall"), std::string::npos) << target.features;
   }
+}
+
+TEST_P(GroupedDots, StoreEachRowOfALargeBlockAsItIsConverted) {
+  // A 64 x 64 block on the tile registers leaves its accumulator in a 16 KB buffer; its
+  // epilogue loads, converts and stores one row at a time, so no vector register is
+  // spilled (the block's epilogue built whole had loaded every row first: 117 vector
+  // stores to the stack for bf16).
+  const GroupedDotCase &c = GetParam();
+  bool bf16 = c.in == "bf16";
+  auto [with, without] = cpusWithAndWithout("sapphirerapids", std::string("amx-tile,+") +
+                                                                   (bf16 ? "amx-bf16" : "amx-int8"));
+  auto spec = matmulSpec("matmul", c.in, c.out, 64, 64, 1024);
+  spec.config["packed_b"] = bf16 ? 2 : 4;
+  spec.config["unit_strides"] = 1 << 1 | 1 << 5;
+  CompileOptions options;
+  options.keepStages = true;
+  auto context = createContext();
+  auto module = ops::buildKernel(*context, spec);
+  Binary binary = compile(*module, with, options);
+  const std::string &assembly = binary.stages.at(3).second;
+  std::regex stackStore(R"(\tvmov\w*\s+%[xyz]mm\d+, -?\d*\(%rsp\))");
+  auto stores = std::distance(std::sregex_iterator(assembly.begin(), assembly.end(), stackStore),
+                              std::sregex_iterator());
+  EXPECT_LT(stores, 8) << "vector stores to the stack in the 64 x 64 " << c.in << " kernel";
 }
 
 INSTANTIATE_TEST_SUITE_P(Cpu, GroupedDots,

@@ -355,7 +355,8 @@ Binary tile::compile(mlir::ModuleOp module, const Target &target, const CompileO
 
   mlir::PassManager toCpu(context);
   buildTileToCpuPipeline(toCpu, target.hasFeature("avx512bf16"), target.hasFeature("avx512vnni"),
-                         hasCpuMatrixTiles(target, "bf16"), hasCpuMatrixTiles(target, "i8"));
+                         hasCpuMatrixTiles(target, "bf16"), hasCpuMatrixTiles(target, "i8"),
+                         target.hasFeature("avx512bw"));
   if (!runStage(toCpu, module) || injectedInto(module, "lowering"))
     diagnostics.fail("lowering tile -> tile-cpu failed:");
   keep("tile-cpu", [&] { return printed(module); });

@@ -53,7 +53,7 @@ void ::tile::registerTileDialects(DialectRegistry &registry) {
 }
 
 void ::tile::buildTileToCpuPipeline(OpPassManager &pm, bool bf16Dot, bool int8Dot, bool amxBf16,
-                                    bool amxInt8) {
+                                    bool amxInt8, bool maskedStores) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   mlir::tile::ConvertTileToCPUOptions options;
@@ -61,6 +61,7 @@ void ::tile::buildTileToCpuPipeline(OpPassManager &pm, bool bf16Dot, bool int8Do
   options.int8Dot = int8Dot;
   options.amxBf16 = amxBf16;
   options.amxInt8 = amxInt8;
+  options.maskedStores = maskedStores;
   pm.addPass(mlir::tile::createConvertTileToCPU(options));
 }
 

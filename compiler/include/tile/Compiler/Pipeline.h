@@ -16,9 +16,10 @@ void registerTileDialects(mlir::DialectRegistry &registry);
 
 /// tile -> tile-cpu: clean-up, then the CPU lowering of tile ops. `bf16Dot` / `int8Dot`:
 /// the host has AVX512-BF16 / AVX512-VNNI (its bf16 / int8 dots take vdpbf16ps /
-/// vpdpbusd); `amxBf16` / `amxInt8`: it has AMX tile registers for them.
+/// vpdpbusd); `amxBf16` / `amxInt8`: it has AMX tile registers for them; `maskedStores`:
+/// it has AVX512-BW, whose masked stores of any element width cost a plain one.
 void buildTileToCpuPipeline(mlir::OpPassManager &pm, bool bf16Dot = false, bool int8Dot = false,
-                            bool amxBf16 = false, bool amxInt8 = false);
+                            bool amxBf16 = false, bool amxInt8 = false, bool maskedStores = false);
 
 /// tile-cpu -> llvm: the upstream conversions of what remains to the LLVM dialect.
 /// `nativeBf16`: the host has AVX512-BF16, and f32 -> bf16 stays one operation.

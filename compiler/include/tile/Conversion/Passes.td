@@ -34,6 +34,9 @@ def ConvertTileToCPU : Pass<"convert-tile-to-cpu", "::mlir::ModuleOp"> {
     Option<"amxInt8", "amx-int8", "bool", /*default=*/"false",
            "the host has AMX-INT8: int8 dots whose b holds its k in quads multiply whole "
            "blocks by tdpbssd">,
+    Option<"maskedStores", "masked-stores", "bool", /*default=*/"false",
+           "the host has AVX512-BW: a masked store of any element width costs a plain one, "
+           "so masked blocks take no second, unmasked path for when every lane is on">,
   ];
 }
 

@@ -38,7 +38,10 @@ Value allLanesOn(ConversionPatternRewriter &rewriter, Location loc, Value origin
 /// so the load itself needs no code.
 bool isFusedIntoDots(LoadOp load);
 
-void populateMemoryAccessPatterns(const TypeConverter &converter, RewritePatternSet &patterns);
+/// `maskedStores`: masked stores cost a plain one (AVX512-BW), so a masked block's store
+/// takes no second, unmasked path for when every lane is on.
+void populateMemoryAccessPatterns(const TypeConverter &converter, RewritePatternSet &patterns,
+                                  bool maskedStores = false);
 /// The dot-product instructions the host has.
 struct CpuDotFeatures {
   bool bf16 = false;    ///< AVX512-BF16: vdpbf16ps
@@ -64,6 +67,13 @@ bool fitsMatrixTiles(int64_t blockM, int64_t blockN);
 /// after it. The rows' round trip through vector registers at every dot goes, and with it
 /// the spills of a 32x32 accumulator (64 vector registers) across the loop.
 void keepAccumulatorsInTileBuffers(Operation *kernel);
+
+/// Each row of a block's epilogue computed where it is stored, after its accumulator's K
+/// loop: extracts of a row from elementwise ops on whole blocks become the ops on the
+/// row, and the row's chain (its load from the accumulator buffer, conversion, mask)
+/// moves to just before its store. Built whole, a 64 x 64 block's epilogue loaded every
+/// row first and spilled most of them (117 vector stores to the stack for bf16).
+void rowWiseEpilogues(Operation *kernel);
 
 /// A block that the tile registers read: its operand, and the leading rows and columns
 /// of it that its mask keeps (i64).

@@ -26,6 +26,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
 using namespace mlir;
@@ -37,6 +38,9 @@ namespace {
 /// Marks the stores of an accumulator's rows into its tile buffer and the loads of them
 /// back (the row's index), for keepAccumulatorsInTileBuffers.
 constexpr StringLiteral kAccumulatorRowAttr = "tile.accumulator_row";
+
+/// Marks the loads of an accumulator's rows after its K loop, for rowWiseEpilogues.
+constexpr StringLiteral kAccumulatorLoadAttr = "tile.accumulator_load";
 
 /// A tile's rows, and its row length in bytes.
 constexpr int64_t kTileRows = 16, kTileRowBytes = 64;
@@ -377,11 +381,13 @@ SmallVector<LLVM::LoadOp> rowLoadsOf(scf::ForOp loop, unsigned index, int64_t ro
   return loads;
 }
 
-/// The bytes of the accumulator's rows where `init` is zeros and the row stores fill one
-/// run of memory (row i at i row lengths from row 0's address); else nothing.
-std::optional<int64_t> zeroedRowsBytes(Value init, MutableArrayRef<LLVM::StoreOp> stores) {
+/// The bytes of a row of the accumulator where `init` is zeros and its row stores fill a
+/// buffer of whole tiles (row i at i row lengths from row 0's address, 16 rows and 64
+/// bytes at a time); else nothing.
+std::optional<int64_t> zeroedRowBytes(Value init, MutableArrayRef<LLVM::StoreOp> stores) {
   DenseElementsAttr dense;
-  if (!matchPattern(init, m_Constant(&dense)) || !dense.isSplat() || stores.empty())
+  if (!matchPattern(init, m_Constant(&dense)) || !dense.isSplat() || stores.empty() ||
+      stores.size() % kTileRows != 0)
     return std::nullopt;
   Attribute zero = dense.getSplatValue<Attribute>();
   if (!(isa<FloatAttr>(zero) && cast<FloatAttr>(zero).getValue().isPosZero()) &&
@@ -390,7 +396,7 @@ std::optional<int64_t> zeroedRowsBytes(Value init, MutableArrayRef<LLVM::StoreOp
   auto rowType = cast<VectorType>(stores.front().getValue().getType());
   int64_t rowBytes = rowType.getNumElements() * rowType.getElementTypeBitWidth() / 8;
   auto first = stores.front().getAddr().getDefiningOp<LLVM::GEPOp>();
-  if (!first)
+  if (!first || rowBytes % kTileRowBytes != 0)
     return std::nullopt;
   for (auto [i, store] : llvm::enumerate(stores)) {
     auto gep = store.getAddr().getDefiningOp<LLVM::GEPOp>();
@@ -399,7 +405,7 @@ std::optional<int64_t> zeroedRowsBytes(Value init, MutableArrayRef<LLVM::StoreOp
         gep.getRawConstantIndices()[0] != int64_t(i) * rowBytes + first.getRawConstantIndices()[0])
       return std::nullopt;
   }
-  return int64_t(stores.size()) * rowBytes;
+  return rowBytes;
 }
 
 /// `value` at `b`'s insertion point outside `loop`: its defining op cloned there, with the
@@ -438,14 +444,22 @@ void mlir::tile::cpu::keepAccumulatorsInTileBuffers(Operation *kernel) {
       OpBuilder b(loop);
       Location loc = loop.getLoc();
       Value init = loop.getInitArgs()[index];
-      if (std::optional<int64_t> bytes = zeroedRowsBytes(init, stores)) {
-        // Zeros as one inline memset: the row stores of zeros would become a call to
-        // memset, and the tile configuration does not outlive a call, so each program
-        // instance would load it again (ldtilecfg, about 180 cycles on a Xeon).
-        LLVM::MemsetInlineOp::create(
-            b, loc, cloneOutOf(b, loop, stores.front().getAddr()),
-            arith::ConstantIntOp::create(b, loc, b.getI8Type(), 0), b.getI64IntegerAttr(*bytes),
-            /*isVolatile=*/false);
+      if (std::optional<int64_t> rowBytes = zeroedRowBytes(init, stores)) {
+        // Zeros by one tile of zeros stored over the buffer: the row stores of zeros
+        // became a call to memset, after which each program instance loaded the tile
+        // configuration again (ldtilecfg, about 180 cycles on a Xeon); an inline memset
+        // took 512 stores for a 64 x 64 block.
+        Value corner = cloneOutOf(b, loop, stores.front().getAddr());
+        Value zeros = intrinsic(b, loc, LLVM::LLVMX86AMXType::get(b.getContext()),
+                                "llvm.x86.tilezero.internal",
+                                {i16Constant(b, loc, kTileRows), i16Constant(b, loc, kTileRowBytes)});
+        for (int64_t row = 0; row < int64_t(stores.size()); row += kTileRows)
+          for (int64_t column = 0; column < *rowBytes; column += kTileRowBytes)
+            intrinsic(b, loc, Type(), "llvm.x86.tilestored64.internal",
+                      {i16Constant(b, loc, kTileRows), i16Constant(b, loc, kTileRowBytes),
+                       LLVM::GEPOp::create(b, loc, corner.getType(), b.getI8Type(), corner,
+                                           ArrayRef<LLVM::GEPArg>{int32_t(row * *rowBytes + column)}),
+                       i64Value(b, loc, *rowBytes), zeros});
       } else {
         for (auto [i, store] : llvm::enumerate(stores)) {
           Value row = vector::ExtractOp::create(b, loc, init, ArrayRef<int64_t>{int64_t(i)});
@@ -456,9 +470,11 @@ void mlir::tile::cpu::keepAccumulatorsInTileBuffers(Operation *kernel) {
       b.setInsertionPointAfter(loop);
       Value last = arith::ConstantOp::create(b, loc, type, b.getZeroAttr(type));
       for (auto [i, load] : llvm::enumerate(loads)) {
-        Value row =
+        auto rowLoad =
             LLVM::LoadOp::create(b, loc, load.getType(), cloneOutOf(b, loop, load.getAddr()),
                                  load.getAlignment().value_or(0));
+        rowLoad->setAttr(kAccumulatorLoadAttr, b.getUnitAttr());
+        Value row = rowLoad;
         last = vector::InsertOp::create(b, loc, row, last, ArrayRef<int64_t>{int64_t(i)});
       }
       loop.getResult(index).replaceAllUsesWith(last);
@@ -471,4 +487,105 @@ void mlir::tile::cpu::keepAccumulatorsInTileBuffers(Operation *kernel) {
     }
   }
   kernel->walk([](Operation *op) { op->removeAttr(kAccumulatorRowAttr); });
+}
+
+namespace {
+
+/// vector.extract %e[i] of an elementwise op on rank-2 vectors -> the op on row i of each
+/// vector operand: the epilogue of a block then computes each row where it is stored.
+struct ExtractRowOfElementwise : OpRewritePattern<vector::ExtractOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(vector::ExtractOp extract, PatternRewriter &rewriter) const override {
+    Operation *def = extract.getSource().getDefiningOp();
+    auto sourceType = dyn_cast<VectorType>(extract.getSource().getType());
+    if (!def || !sourceType || sourceType.getRank() != 2 || def->getNumResults() != 1 ||
+        !OpTrait::hasElementwiseMappableTraits(def) || def->getNumRegions() != 0 ||
+        extract.getStaticPosition().size() != 1 || !extract.getDynamicPosition().empty())
+      return failure();
+    int64_t row = extract.getStaticPosition()[0];
+    if (row == ShapedType::kDynamic)
+      return failure();
+    SmallVector<Value> operands;
+    for (Value operand : def->getOperands()) {
+      auto type = dyn_cast<VectorType>(operand.getType());
+      if (!type || type.getShape() != sourceType.getShape())
+        return failure();
+      operands.push_back(vector::ExtractOp::create(rewriter, extract.getLoc(), operand,
+                                                   ArrayRef<int64_t>{row}));
+    }
+    auto resultType = cast<VectorType>(def->getResult(0).getType());
+    OperationState state(extract.getLoc(), def->getName(), operands,
+                         {VectorType::get(resultType.getShape().drop_front(),
+                                          resultType.getElementType())},
+                         def->getAttrs());
+    rewriter.replaceOp(extract, rewriter.create(state)->getResults());
+    return success();
+  }
+};
+
+/// The pointer `ptr` is an offset of (its chain of getelementptr stripped).
+Value rootOf(Value ptr) {
+  while (auto gep = ptr.getDefiningOp<LLVM::GEPOp>())
+    ptr = gep.getBase();
+  return ptr;
+}
+
+/// Whether `op` may move later in its block to just before `user`: it has no memory
+/// effects, or it reads an accumulator buffer (which nothing between writes: after the K
+/// loop only c is written).
+bool sinkable(Operation *op) {
+  if (isPure(op))
+    return true;
+  return op->hasAttr(kAccumulatorLoadAttr) && isa<LLVM::LoadOp>(op);
+}
+
+} // namespace
+
+void mlir::tile::cpu::rowWiseEpilogues(Operation *kernel) {
+  RewritePatternSet patterns(kernel->getContext());
+  patterns.add<ExtractRowOfElementwise>(kernel->getContext());
+  vector::ExtractOp::getCanonicalizationPatterns(patterns, kernel->getContext());
+  vector::BroadcastOp::getCanonicalizationPatterns(patterns, kernel->getContext());
+  vector::ShapeCastOp::getCanonicalizationPatterns(patterns, kernel->getContext());
+  (void)applyPatternsGreedily(kernel, std::move(patterns));
+  // Each value just before its first user in its block, latest ops first, so that a
+  // row's chain (load, convert, mask, store) stays together and few rows are live at once.
+  kernel->walk([](Block *block) {
+    SmallVector<Operation *> ops;
+    for (Operation &op : *block)
+      ops.push_back(&op);
+    for (Operation *op : llvm::reverse(ops)) {
+      if (op->hasTrait<OpTrait::IsTerminator>() || !sinkable(op) || op->getNumResults() == 0)
+        continue;
+      Operation *first = nullptr;
+      for (Operation *user : op->getUsers()) {
+        Operation *inBlock = block->findAncestorOpInBlock(*user);
+        if (!inBlock) {
+          first = nullptr;
+          break;
+        }
+        if (!first || inBlock->isBeforeInBlock(first))
+          first = inBlock;
+      }
+      if (!first || first == op->getNextNode() || first->isBeforeInBlock(op))
+        continue;
+      if (auto load = dyn_cast<LLVM::LoadOp>(op)) {
+        // A load moves past no op that may write memory but stores outside its buffer.
+        Value buffer = rootOf(load.getAddr());
+        bool clear = true;
+        for (Operation *it = op->getNextNode(); it != first && clear; it = it->getNextNode()) {
+          if (auto store = dyn_cast<LLVM::StoreOp>(it))
+            clear = rootOf(store.getAddr()) != buffer;
+          else if (auto store = dyn_cast<LLVM::MaskedStoreOp>(it))
+            clear = rootOf(store.getData()) != buffer;
+          else
+            clear = sinkable(it);
+        }
+        if (!clear)
+          continue;
+      }
+      op->moveBefore(first);
+    }
+  });
+  kernel->walk([](Operation *op) { op->removeAttr(kAccumulatorLoadAttr); });
 }

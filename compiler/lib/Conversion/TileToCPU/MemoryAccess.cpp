@@ -249,7 +249,9 @@ struct LoadLowering : OpConversionPattern<LoadOp> {
 };
 
 struct StoreLowering : OpConversionPattern<StoreOp> {
-  using OpConversionPattern::OpConversionPattern;
+  StoreLowering(const TypeConverter &converter, MLIRContext *context, bool maskedStores)
+      : OpConversionPattern(converter, context), maskedStores(maskedStores) {}
+
   LogicalResult matchAndRewrite(StoreOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Value value = adaptor.getValue();
@@ -283,6 +285,45 @@ struct StoreLowering : OpConversionPattern<StoreOp> {
         LLVM::StoreOp::create(rewriter, loc, row, rowPtr, align);
       });
     };
+    auto maskedRowStores = [&]() {
+      if (isContiguousRow(*lanes, shape)) {
+        LLVM::MaskedStoreOp::create(rewriter, loc, value,
+                                    offsetBase(rewriter, loc, *lanes, element), mask, align);
+        return;
+      }
+      // Rows at unit stride (checked at run time where the stride is not known): one
+      // masked store per row.
+      auto rowMaskedStores = [&]() {
+        forEachRow(
+            rewriter, loc, *lanes, element, shape, [&](Value rowPtr, ArrayRef<int64_t> at) {
+              Value row = at.empty()
+                              ? value
+                              : vector::ExtractOp::create(rewriter, loc, value, at).getResult();
+              Value rowMask =
+                  at.empty() ? mask : vector::ExtractOp::create(rewriter, loc, mask, at).getResult();
+              LLVM::MaskedStoreOp::create(rewriter, loc, row, rowPtr, rowMask, align);
+            });
+      };
+      Value unitRows = lastStrideIsOne(rewriter, loc, *lanes);
+      if (!unitRows) {
+        rowMaskedStores();
+        return;
+      }
+      OpBuilder::InsertionGuard guard(rewriter);
+      auto rows = scf::IfOp::create(rewriter, loc, TypeRange{}, unitRows, /*withElse=*/true);
+      rewriter.setInsertionPoint(rows.thenBlock()->getTerminator());
+      rowMaskedStores();
+      rewriter.setInsertionPoint(rows.elseBlock()->getTerminator());
+      slowStore(rewriter, loc);
+    };
+    // A masked store where masked stores cost a plain one: one path for every block, and
+    // the epilogue's rows in straight-line code, where a branch for whole blocks kept
+    // every row of the value live into both of its sides.
+    if (maskedStores && adaptor.getMask()) {
+      maskedRowStores();
+      rewriter.eraseOp(op);
+      return success();
+    }
     Value full = conjunction(rewriter, loc,
                              {allLanesOn(rewriter, loc, op.getMask(), adaptor.getMask(), shape),
                               lastStrideIsOne(rewriter, loc, *lanes)});
@@ -297,39 +338,14 @@ struct StoreLowering : OpConversionPattern<StoreOp> {
       rewriter.setInsertionPoint(branch.thenBlock()->getTerminator());
       rowStores();
       rewriter.setInsertionPoint(branch.elseBlock()->getTerminator());
-      if (isContiguousRow(*lanes, shape)) {
-        LLVM::MaskedStoreOp::create(rewriter, loc, value,
-                                    offsetBase(rewriter, loc, *lanes, element), mask, align);
-      } else {
-        // Rows at unit stride (checked at run time where the stride is not known): one
-        // masked store per row.
-        auto rowMaskedStores = [&]() {
-          forEachRow(
-              rewriter, loc, *lanes, element, shape, [&](Value rowPtr, ArrayRef<int64_t> at) {
-                Value row = at.empty()
-                                ? value
-                                : vector::ExtractOp::create(rewriter, loc, value, at).getResult();
-                Value rowMask =
-                    at.empty() ? mask
-                               : vector::ExtractOp::create(rewriter, loc, mask, at).getResult();
-                LLVM::MaskedStoreOp::create(rewriter, loc, row, rowPtr, rowMask, align);
-              });
-        };
-        Value unitRows = lastStrideIsOne(rewriter, loc, *lanes);
-        if (!unitRows) {
-          rowMaskedStores();
-        } else {
-          auto rows = scf::IfOp::create(rewriter, loc, TypeRange{}, unitRows, /*withElse=*/true);
-          rewriter.setInsertionPoint(rows.thenBlock()->getTerminator());
-          rowMaskedStores();
-          rewriter.setInsertionPoint(rows.elseBlock()->getTerminator());
-          slowStore(rewriter, loc);
-        }
-      }
+      maskedRowStores();
     }
     rewriter.eraseOp(op);
     return success();
   }
+
+private:
+  bool maskedStores;
 };
 
 } // namespace
@@ -374,6 +390,7 @@ Value mlir::tile::cpu::allLanesOn(ConversionPatternRewriter &rewriter, Location 
 }
 
 void mlir::tile::cpu::populateMemoryAccessPatterns(const TypeConverter &converter,
-                                                   RewritePatternSet &patterns) {
-  patterns.add<LoadLowering, StoreLowering>(converter, patterns.getContext());
+                                                   RewritePatternSet &patterns, bool maskedStores) {
+  patterns.add<LoadLowering>(converter, patterns.getContext());
+  patterns.add<StoreLowering>(converter, patterns.getContext(), maskedStores);
 }

@@ -159,7 +159,7 @@ struct ConvertTileToCPUPass : mlir::tile::impl::ConvertTileToCPUBase<ConvertTile
     RewritePatternSet patterns(ctx);
     patterns.add<MakeRangeLowering, SplatLowering, AddPtrLowering, ExpandDimsLowering,
                  BroadcastLowering>(converter, ctx);
-    cpu::populateMemoryAccessPatterns(converter, patterns);
+    cpu::populateMemoryAccessPatterns(converter, patterns, maskedStores);
     cpu::populateDotPatterns(converter, patterns,
                              cpu::CpuDotFeatures{bf16Dot, int8Dot, amxBf16, amxInt8});
     populateElementwiseTypeLowering(converter, patterns);
@@ -173,6 +173,7 @@ struct ConvertTileToCPUPass : mlir::tile::impl::ConvertTileToCPUBase<ConvertTile
     OpBuilder builder(ctx);
     for (auto kernel : kernels) {
       cpu::keepAccumulatorsInTileBuffers(kernel);
+      cpu::rowWiseEpilogues(kernel);
       buildCpuEntryPoint(builder, kernel);
       kernel->removeAttr(kKernelAttrName);
       // Internal linkage lets LLVM inline the kernel into the entry point's loop.
