@@ -68,10 +68,11 @@ bool fitsMatrixTiles(int64_t blockM, int64_t blockN);
 /// the spills of a 32x32 accumulator (64 vector registers) across the loop.
 void keepAccumulatorsInTileBuffers(Operation *kernel);
 
-/// Each row of a block's epilogue computed where it is stored, after its accumulator's K
-/// loop: extracts of a row from elementwise ops on whole blocks become the ops on the
-/// row, and the row's chain (its load from the accumulator buffer, conversion, mask)
-/// moves to just before its store. Built whole, a 64 x 64 block's epilogue loaded every
+/// In a kernel whose accumulators keepAccumulatorsInTileBuffers left in buffers, each row
+/// of a block's epilogue computed where it is stored: extracts of a row from elementwise
+/// ops on whole blocks become the ops on the row, and every value moves to just before
+/// its first user in its block, so a row's chain (its load from the accumulator buffer,
+/// conversion, mask) meets its store. Built whole, a 64 x 64 block's epilogue loaded every
 /// row first and spilled most of them (117 vector stores to the stack for bf16).
 void rowWiseEpilogues(Operation *kernel);
 

