@@ -185,7 +185,8 @@ void tile::runtime::packPanels(const void *source, int64_t rowStride, int64_t co
   // A task copies at least kBytesPerTask: waking a thread costs a few microseconds, what a
   // copy of some 64 KB takes (b of a 128^3 int8 matmul is 16 KB).
   constexpr int64_t kBytesPerTask = int64_t(64) << 10;
-  int64_t grain = std::max<int64_t>(1, kBytesPerTask / std::max<int64_t>(1, layout.panelStride() * eb));
+  int64_t grain =
+      std::max<int64_t>(1, kBytesPerTask / std::max<int64_t>(1, layout.panelStride() * eb));
   if (layout.group > 1) {
     if (eb * layout.group != int64_t(sizeof(uint32_t)))
       throw std::invalid_argument("panels in groups of " + std::to_string(layout.group) +

@@ -127,6 +127,26 @@ std::pair<Target, Target> cpusWithAndWithout(const std::string &arch, const std:
   return {with, without};
 }
 
+/// A matmul of `c`'s dtypes in blocks of blockM x blockN x blockK, b in groups of k, a's k
+/// and c's columns unit-stride.
+ops::KernelSpec groupedSpec(const GroupedDotCase &c, int64_t blockM, int64_t blockN,
+                            int64_t blockK) {
+  auto spec = matmulSpec("matmul", c.in, c.out, blockM, blockN, blockK);
+  spec.config["packed_b"] = c.in == "bf16" ? 2 : 4;
+  spec.config["unit_strides"] = 1 << 1 | 1 << 5; // a's k and c's columns
+  return spec;
+}
+
+/// The assembly of groupedSpec's kernel for `target`.
+std::string groupedAssembly(const GroupedDotCase &c, const Target &target, int64_t blockM,
+                            int64_t blockN, int64_t blockK) {
+  CompileOptions options;
+  options.keepStages = true;
+  auto context = createContext();
+  auto module = ops::buildKernel(*context, groupedSpec(c, blockM, blockN, blockK));
+  return compile(*module, target, options).stages.at(3).second;
+}
+
 TEST_P(GroupedDots, TakeTheDotProductInstructionWhereTheCpuHasIt) {
   // On a CPU with AVX512-BF16 (AVX512-VNNI) the full blocks of a bf16 (int8) dot whose a
   // rows are unit-stride multiply pairs (quads) of k with vdpbf16ps (vpdpbusd); b's rows
@@ -153,22 +173,13 @@ TEST_P(GroupedDots, ReadBInGroupsOfKWithNoInterleave) {
   // and edges alike. A target without the instruction refuses the layout.
   const GroupedDotCase &c = GetParam();
   auto [with, without] = cpusWithAndWithout("znver4", c.feature);
-  auto spec = matmulSpec("matmul", c.in, c.out, 8, 32, 64);
-  spec.config["packed_b"] = c.in == "bf16" ? 2 : 4;
-  spec.config["unit_strides"] = 1 << 1 | 1 << 5; // a's k and c's columns
-  CompileOptions options;
-  options.keepStages = true;
-  {
-    auto context = createContext();
-    auto module = ops::buildKernel(*context, spec);
-    Binary binary = compile(*module, with, options);
-    const std::string &assembly = binary.stages.at(3).second;
-    EXPECT_NE(assembly.find(c.instruction), std::string::npos);
-    EXPECT_EQ(assembly.find(c.interleave), std::string::npos);
-  }
+  std::string assembly = groupedAssembly(c, with, 8, 32, 64);
+  EXPECT_NE(assembly.find(c.instruction), std::string::npos);
+  EXPECT_EQ(assembly.find(c.interleave), std::string::npos);
+  auto spec = groupedSpec(c, 8, 32, 64);
   auto context = createContext();
   auto module = ops::buildKernel(*context, spec);
-  EXPECT_ANY_THROW(compile(*module, without, options))
+  EXPECT_ANY_THROW(compile(*module, without, CompileOptions()))
       << "b in groups with no instruction to read them";
   spec.config["unit_strides"] = 0;
   EXPECT_THROW(ops::buildKernel(*context, spec), std::invalid_argument)
@@ -184,16 +195,8 @@ TEST_P(GroupedDots, TakeTileRegistersWhereTheCpuHasAmx) {
   bool bf16 = c.in == "bf16";
   std::string amx = bf16 ? "amx-bf16" : "amx-int8", tileDot = bf16 ? "tdpbf16ps" : "tdpbssd";
   auto [with, without] = cpusWithAndWithout("sapphirerapids", "amx-tile,+" + amx);
-  auto spec = matmulSpec("matmul", c.in, c.out, 32, 32, 256);
-  spec.config["packed_b"] = bf16 ? 2 : 4;
-  spec.config["unit_strides"] = 1 << 1 | 1 << 5; // a's k and c's columns
-  CompileOptions options;
-  options.keepStages = true;
   for (const Target &target : {with, without}) {
-    auto context = createContext();
-    auto module = ops::buildKernel(*context, spec);
-    Binary binary = compile(*module, target, options);
-    const std::string &assembly = binary.stages.at(3).second;
+    std::string assembly = groupedAssembly(c, target, 32, 32, 256);
     bool tiles = target.hasFeature(amx);
     EXPECT_EQ(assembly.find(tileDot) != std::string::npos, tiles) << target.features;
     EXPECT_EQ(assembly.find("ldtilecfg") != std::string::npos, tiles) << target.features;
@@ -214,16 +217,8 @@ TEST_P(GroupedDots, StoreEachRowOfALargeBlockAsItIsConverted) {
   const GroupedDotCase &c = GetParam();
   bool bf16 = c.in == "bf16";
   auto [with, without] = cpusWithAndWithout("sapphirerapids", std::string("amx-tile,+") +
-                                                                   (bf16 ? "amx-bf16" : "amx-int8"));
-  auto spec = matmulSpec("matmul", c.in, c.out, 64, 64, 1024);
-  spec.config["packed_b"] = bf16 ? 2 : 4;
-  spec.config["unit_strides"] = 1 << 1 | 1 << 5;
-  CompileOptions options;
-  options.keepStages = true;
-  auto context = createContext();
-  auto module = ops::buildKernel(*context, spec);
-  Binary binary = compile(*module, with, options);
-  const std::string &assembly = binary.stages.at(3).second;
+                                                                  (bf16 ? "amx-bf16" : "amx-int8"));
+  std::string assembly = groupedAssembly(c, with, 64, 64, 1024);
   std::regex stackStore(R"(\tvmov\w*\s+%[xyz]mm\d+, -?\d*\(%rsp\))");
   auto stores = std::distance(std::sregex_iterator(assembly.begin(), assembly.end(), stackStore),
                               std::sregex_iterator());

@@ -148,70 +148,68 @@ SmallVector<Value> microkernel(OpBuilder &b, Location loc, const OperandView &a,
   // the rows' addresses one from another at every k.
   SmallVector<Value> aRows;
   for (int64_t i = 0, e = accRows.size(); i < e; ++i)
-    aRows.push_back(LLVM::GEPOp::create(
-        b, loc, ptrType, a.element, a.base,
-        ArrayRef<LLVM::GEPArg>{Value(arith::MulIOp::create(b, loc, i64Constant(b, loc, i), a.rowStride))}));
+    aRows.push_back(LLVM::GEPOp::create(b, loc, ptrType, a.element, a.base,
+                                        ArrayRef<LLVM::GEPArg>{Value(arith::MulIOp::create(
+                                            b, loc, i64Constant(b, loc, i), a.rowStride))}));
   auto step = [&](OpBuilder &b, Location loc, Value kk, ValueRange rows) -> SmallVector<Value> {
-        Value bRowPtr = LLVM::GEPOp::create(
-            b, loc, ptrType, bView.element, bView.base,
-            ArrayRef<LLVM::GEPArg>{Value(arith::MulIOp::create(b, loc, kk, bView.rowStride))});
-        Value bRow;
-        if (fullBlocks) {
-          bRow = LLVM::LoadOp::create(b, loc, bRowType, bRowPtr, bAlign);
-        } else {
-          Value kOn = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, kk, bView.validRows);
-          Value mask = arith::AndIOp::create(
-              b, loc, colsOn, vector::BroadcastOp::create(b, loc, colsOn.getType(), kOn));
-          // A row of b at unit stride (checked at run time where the stride is not
-          // known) is one masked load; another is gathered.
-          auto gathered = [&](OpBuilder &b, Location loc) {
-            auto ptrs = LLVM::GEPOp::create(b, loc, VectorType::get({n}, ptrType), bView.element,
-                                            bRowPtr, ArrayRef<LLVM::GEPArg>{laneOffsets});
-            return gatherLanes(b, loc, ptrs, mask, bOther, bAlign);
-          };
-          auto masked = [&](OpBuilder &b, Location loc) -> Value {
-            return LLVM::MaskedLoadOp::create(b, loc, bRowType, bRowPtr, mask, bOther, bAlign);
-          };
-          std::optional<int64_t> colStride = getConstantIntValue(bView.colStride);
-          if (colStride == 1) {
-            bRow = masked(b, loc);
-          } else if (colStride) {
-            bRow = gathered(b, loc);
-          } else {
-            Value unit = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, bView.colStride,
-                                               i64Constant(b, loc, 1));
-            bRow = scf::IfOp::create(
-                       b, loc, unit,
-                       [&](OpBuilder &b, Location loc) {
-                         scf::YieldOp::create(b, loc, masked(b, loc));
-                       },
-                       [&](OpBuilder &b, Location loc) {
-                         scf::YieldOp::create(b, loc, gathered(b, loc));
-                       })
-                       .getResult(0);
-          }
-        }
-        bRow = widen(b, loc, bRow, accElement);
-        Value aColumn = arith::MulIOp::create(b, loc, kk, a.colStride);
-        Value kInA;
-        if (!fullBlocks)
-          kInA = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, kk, a.validCols);
-        SmallVector<Value> next;
-        for (auto [i, row] : llvm::enumerate(rows)) {
-          Value ptr = LLVM::GEPOp::create(b, loc, ptrType, a.element, aRows[i],
-                                          ArrayRef<LLVM::GEPArg>{aColumn});
-          // bf16 travels as i16 until it is widened: x86 without AVX512-BF16 would
-          // round-trip a bfloat scalar through f32 and call __truncsfbf2 to insert it.
-          bool bf16 = a.element.isBF16();
-          Type scalarType = bf16 ? b.getI16Type() : a.element;
-          Value scalar;
-          if (fullBlocks) {
-            scalar = LLVM::LoadOp::create(b, loc, scalarType, ptr, aAlign);
-          } else {
-            Value rowOn = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
-                                                i64Constant(b, loc, i), a.validRows);
-            Value on = arith::AndIOp::create(b, loc, rowOn, kInA);
-            auto guarded = scf::IfOp::create(
+    Value bRowPtr = LLVM::GEPOp::create(
+        b, loc, ptrType, bView.element, bView.base,
+        ArrayRef<LLVM::GEPArg>{Value(arith::MulIOp::create(b, loc, kk, bView.rowStride))});
+    Value bRow;
+    if (fullBlocks) {
+      bRow = LLVM::LoadOp::create(b, loc, bRowType, bRowPtr, bAlign);
+    } else {
+      Value kOn = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, kk, bView.validRows);
+      Value mask = arith::AndIOp::create(
+          b, loc, colsOn, vector::BroadcastOp::create(b, loc, colsOn.getType(), kOn));
+      // A row of b at unit stride (checked at run time where the stride is not
+      // known) is one masked load; another is gathered.
+      auto gathered = [&](OpBuilder &b, Location loc) {
+        auto ptrs = LLVM::GEPOp::create(b, loc, VectorType::get({n}, ptrType), bView.element,
+                                        bRowPtr, ArrayRef<LLVM::GEPArg>{laneOffsets});
+        return gatherLanes(b, loc, ptrs, mask, bOther, bAlign);
+      };
+      auto masked = [&](OpBuilder &b, Location loc) -> Value {
+        return LLVM::MaskedLoadOp::create(b, loc, bRowType, bRowPtr, mask, bOther, bAlign);
+      };
+      std::optional<int64_t> colStride = getConstantIntValue(bView.colStride);
+      if (colStride == 1) {
+        bRow = masked(b, loc);
+      } else if (colStride) {
+        bRow = gathered(b, loc);
+      } else {
+        Value unit = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, bView.colStride,
+                                           i64Constant(b, loc, 1));
+        bRow =
+            scf::IfOp::create(
+                b, loc, unit,
+                [&](OpBuilder &b, Location loc) { scf::YieldOp::create(b, loc, masked(b, loc)); },
+                [&](OpBuilder &b, Location loc) { scf::YieldOp::create(b, loc, gathered(b, loc)); })
+                .getResult(0);
+      }
+    }
+    bRow = widen(b, loc, bRow, accElement);
+    Value aColumn = arith::MulIOp::create(b, loc, kk, a.colStride);
+    Value kInA;
+    if (!fullBlocks)
+      kInA = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, kk, a.validCols);
+    SmallVector<Value> next;
+    for (auto [i, row] : llvm::enumerate(rows)) {
+      Value ptr = LLVM::GEPOp::create(b, loc, ptrType, a.element, aRows[i],
+                                      ArrayRef<LLVM::GEPArg>{aColumn});
+      // bf16 travels as i16 until it is widened: x86 without AVX512-BF16 would
+      // round-trip a bfloat scalar through f32 and call __truncsfbf2 to insert it.
+      bool bf16 = a.element.isBF16();
+      Type scalarType = bf16 ? b.getI16Type() : a.element;
+      Value scalar;
+      if (fullBlocks) {
+        scalar = LLVM::LoadOp::create(b, loc, scalarType, ptr, aAlign);
+      } else {
+        Value rowOn = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                            i64Constant(b, loc, i), a.validRows);
+        Value on = arith::AndIOp::create(b, loc, rowOn, kInA);
+        auto guarded =
+            scf::IfOp::create(
                 b, loc, on,
                 [&](OpBuilder &b, Location loc) {
                   scf::YieldOp::create(b, loc, Value(LLVM::LoadOp::create(b, loc, scalarType, ptr, aAlign)));
@@ -222,18 +220,18 @@ SmallVector<Value> microkernel(OpBuilder &b, Location loc, const OperandView &a,
                     other = arith::BitcastOp::create(b, loc, scalarType, other);
                   scf::YieldOp::create(b, loc, other);
                 });
-            scalar = guarded.getResult(0);
-          }
-          // Broadcast, then widen: a 16-bit scalar converted alone is inserted into
-          // a register that LLVM may pick among the accumulators (vpinsrw), chaining
-          // every load of a to an FMA; a broadcast load writes the whole register.
-          Value splat = vector::BroadcastOp::create(b, loc, bRowType.clone(scalarType), scalar);
-          if (bf16)
-            splat = arith::BitcastOp::create(b, loc, bRowType.clone(a.element), splat);
-          splat = widen(b, loc, splat, accElement);
-          next.push_back(multiplyAdd(b, loc, splat, bRow, row));
-        }
-        return next;
+        scalar = guarded.getResult(0);
+      }
+      // Broadcast, then widen: a 16-bit scalar converted alone is inserted into
+      // a register that LLVM may pick among the accumulators (vpinsrw), chaining
+      // every load of a to an FMA; a broadcast load writes the whole register.
+      Value splat = vector::BroadcastOp::create(b, loc, bRowType.clone(scalarType), scalar);
+      if (bf16)
+        splat = arith::BitcastOp::create(b, loc, bRowType.clone(a.element), splat);
+      splat = widen(b, loc, splat, accElement);
+      next.push_back(multiplyAdd(b, loc, splat, bRow, row));
+    }
+    return next;
   };
   // Full blocks take kUnrolledSteps k per iteration: the loads of a and b then address
   // their k by constant offsets from pointers that move once per iteration. Intel's FMA
@@ -245,7 +243,8 @@ SmallVector<Value> microkernel(OpBuilder &b, Location loc, const OperandView &a,
       [&](OpBuilder &b, Location loc, Value kk, ValueRange rows) {
         SmallVector<Value> next(rows);
         for (int64_t u = 0; u < unroll; ++u) {
-          Value at = u == 0 ? kk : arith::AddIOp::create(b, loc, kk, i64Constant(b, loc, u)).getResult();
+          Value at =
+              u == 0 ? kk : arith::AddIOp::create(b, loc, kk, i64Constant(b, loc, u)).getResult();
           next = step(b, loc, at, next);
         }
         scf::YieldOp::create(b, loc, next);

@@ -26,8 +26,8 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Matchers.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 using namespace mlir;
 using namespace mlir::tile;
@@ -450,16 +450,17 @@ void mlir::tile::cpu::keepAccumulatorsInTileBuffers(Operation *kernel) {
         // configuration again (ldtilecfg, about 180 cycles on a Xeon); an inline memset
         // took 512 stores for a 64 x 64 block.
         Value corner = cloneOutOf(b, loop, stores.front().getAddr());
-        Value zeros = intrinsic(b, loc, LLVM::LLVMX86AMXType::get(b.getContext()),
-                                "llvm.x86.tilezero.internal",
-                                {i16Constant(b, loc, kTileRows), i16Constant(b, loc, kTileRowBytes)});
+        Value zeros = intrinsic(
+            b, loc, LLVM::LLVMX86AMXType::get(b.getContext()), "llvm.x86.tilezero.internal",
+            {i16Constant(b, loc, kTileRows), i16Constant(b, loc, kTileRowBytes)});
         for (int64_t row = 0; row < int64_t(stores.size()); row += kTileRows)
           for (int64_t column = 0; column < *rowBytes; column += kTileRowBytes)
-            intrinsic(b, loc, Type(), "llvm.x86.tilestored64.internal",
-                      {i16Constant(b, loc, kTileRows), i16Constant(b, loc, kTileRowBytes),
-                       LLVM::GEPOp::create(b, loc, corner.getType(), b.getI8Type(), corner,
-                                           ArrayRef<LLVM::GEPArg>{int32_t(row * *rowBytes + column)}),
-                       i64Value(b, loc, *rowBytes), zeros});
+            intrinsic(
+                b, loc, Type(), "llvm.x86.tilestored64.internal",
+                {i16Constant(b, loc, kTileRows), i16Constant(b, loc, kTileRowBytes),
+                 LLVM::GEPOp::create(b, loc, corner.getType(), b.getI8Type(), corner,
+                                     ArrayRef<LLVM::GEPArg>{int32_t(row * *rowBytes + column)}),
+                 i64Value(b, loc, *rowBytes), zeros});
       } else {
         for (auto [i, store] : llvm::enumerate(stores)) {
           Value row = vector::ExtractOp::create(b, loc, init, ArrayRef<int64_t>{int64_t(i)});
@@ -495,7 +496,8 @@ namespace {
 /// vector operand: the epilogue of a block then computes each row where it is stored.
 struct ExtractRowOfElementwise : OpRewritePattern<vector::ExtractOp> {
   using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(vector::ExtractOp extract, PatternRewriter &rewriter) const override {
+  LogicalResult matchAndRewrite(vector::ExtractOp extract,
+                                PatternRewriter &rewriter) const override {
     Operation *def = extract.getSource().getDefiningOp();
     auto sourceType = dyn_cast<VectorType>(extract.getSource().getType());
     if (!def || !sourceType || sourceType.getRank() != 2 || def->getNumResults() != 1 ||
@@ -510,14 +512,14 @@ struct ExtractRowOfElementwise : OpRewritePattern<vector::ExtractOp> {
       auto type = dyn_cast<VectorType>(operand.getType());
       if (!type || type.getShape() != sourceType.getShape())
         return failure();
-      operands.push_back(vector::ExtractOp::create(rewriter, extract.getLoc(), operand,
-                                                   ArrayRef<int64_t>{row}));
+      operands.push_back(
+          vector::ExtractOp::create(rewriter, extract.getLoc(), operand, ArrayRef<int64_t>{row}));
     }
     auto resultType = cast<VectorType>(def->getResult(0).getType());
-    OperationState state(extract.getLoc(), def->getName(), operands,
-                         {VectorType::get(resultType.getShape().drop_front(),
-                                          resultType.getElementType())},
-                         def->getAttrs());
+    OperationState state(
+        extract.getLoc(), def->getName(), operands,
+        {VectorType::get(resultType.getShape().drop_front(), resultType.getElementType())},
+        def->getAttrs());
     rewriter.replaceOp(extract, rewriter.create(state)->getResults());
     return success();
   }

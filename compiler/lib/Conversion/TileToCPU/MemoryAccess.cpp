@@ -294,15 +294,13 @@ struct StoreLowering : OpConversionPattern<StoreOp> {
       // Rows at unit stride (checked at run time where the stride is not known): one
       // masked store per row.
       auto rowMaskedStores = [&]() {
-        forEachRow(
-            rewriter, loc, *lanes, element, shape, [&](Value rowPtr, ArrayRef<int64_t> at) {
-              Value row = at.empty()
-                              ? value
-                              : vector::ExtractOp::create(rewriter, loc, value, at).getResult();
-              Value rowMask =
-                  at.empty() ? mask : vector::ExtractOp::create(rewriter, loc, mask, at).getResult();
-              LLVM::MaskedStoreOp::create(rewriter, loc, row, rowPtr, rowMask, align);
-            });
+        forEachRow(rewriter, loc, *lanes, element, shape, [&](Value rowPtr, ArrayRef<int64_t> at) {
+          Value row =
+              at.empty() ? value : vector::ExtractOp::create(rewriter, loc, value, at).getResult();
+          Value rowMask =
+              at.empty() ? mask : vector::ExtractOp::create(rewriter, loc, mask, at).getResult();
+          LLVM::MaskedStoreOp::create(rewriter, loc, row, rowPtr, rowMask, align);
+        });
       };
       Value unitRows = lastStrideIsOne(rewriter, loc, *lanes);
       if (!unitRows) {
