@@ -8,6 +8,7 @@
 #include "runtime/LaunchPlans.h"
 #include "tile/Target/CpuArch.h"
 
+#include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
@@ -63,15 +64,62 @@ at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
   return call.c;
 }
 
+/// `sizes` of float32 in a buffer the calling thread keeps for its next call (up to
+/// kRetainedBytes; larger ones are fresh): a fresh buffer of a few MB is zero-filled by
+/// the OS page by page on first touch, which costs about as much as the copy into it.
+at::Tensor retainedFloats(int slot, at::IntArrayRef sizes) {
+  constexpr int64_t kRetainedBytes = int64_t(64) << 20;
+  thread_local at::Tensor kept[2];
+  int64_t count = c10::multiply_integers(sizes);
+  if (count * int64_t(sizeof(float)) > kRetainedBytes)
+    return at::empty(sizes, at::kFloat);
+  if (!kept[slot].defined() || kept[slot].numel() < count)
+    kept[slot] = at::empty({count}, at::kFloat);
+  return kept[slot].narrow(0, 0, count).view(sizes);
+}
+
+/// float16 on the CPU runs as float32: the vector kernel converts each element of b
+/// where it multiplies it (two micro-ops on the FMA ports per 16 lanes), which ran at
+/// 0.5-0.7x of torch on a 2-core Xeon. a and b are converted once into float32 copies,
+/// the float32 kernel accumulates as the float16 one does (in float32, a bias added
+/// there), and the result is rounded once. Other calls (a bias of neither dtype, shapes
+/// that do not match) take the float16 path, whose checks name the problem.
+std::optional<at::Tensor> matmulHalfAsFloat(const char *op, const at::Tensor &a,
+                                            const at::Tensor &b,
+                                            std::optional<double> negativeSlope,
+                                            std::optional<at::ScalarType> outDtype,
+                                            const std::optional<at::Tensor> &bias) {
+  at::ScalarType out = outDtype.value_or(at::kHalf);
+  if (a.scalar_type() != at::kHalf || b.scalar_type() != at::kHalf || a.dim() != 2 ||
+      b.dim() != 2 || a.size(1) != b.size(0) || (out != at::kHalf && out != at::kFloat) ||
+      a.layout() != at::kStrided || b.layout() != at::kStrided)
+    return std::nullopt;
+  if (bias && (bias->device() != a.device() || bias->layout() != at::kStrided ||
+               bias->dim() != 1 || bias->size(0) != b.size(1) ||
+               (bias->scalar_type() != at::kHalf && bias->scalar_type() != out)))
+    return std::nullopt;
+  at::Tensor a32 = retainedFloats(0, a.sizes()).copy_(a);
+  at::Tensor b32 = retainedFloats(1, b.sizes()).copy_(b);
+  std::optional<at::Tensor> bias32;
+  if (bias)
+    bias32 = bias->to(at::kFloat);
+  at::Tensor c = matmulCpu(op, a32, b32, negativeSlope, std::nullopt, bias32);
+  return out == at::kFloat ? c : c.to(at::kHalf);
+}
+
 at::Tensor matmul(const at::Tensor &a, const at::Tensor &b,
                   std::optional<at::ScalarType> outDtype,
                   const std::optional<at::Tensor> &bias) {
+  if (auto c = matmulHalfAsFloat("tile::matmul", a, b, std::nullopt, outDtype, bias))
+    return *c;
   return matmulCpu("tile::matmul", a, b, std::nullopt, outDtype, bias);
 }
 
 at::Tensor matmulLeakyRelu(const at::Tensor &a, const at::Tensor &b, double negativeSlope,
                            std::optional<at::ScalarType> outDtype,
                            const std::optional<at::Tensor> &bias) {
+  if (auto c = matmulHalfAsFloat("tile::matmul_leaky_relu", a, b, negativeSlope, outDtype, bias))
+    return *c;
   return matmulCpu("tile::matmul_leaky_relu", a, b, negativeSlope, outDtype, bias);
 }
 

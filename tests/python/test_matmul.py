@@ -392,6 +392,29 @@ def test_far_apart_rows_of_b_are_read_from_panels(tmp_path):
     assert specs and all("packed_b=1" in spec for spec in specs), specs
 
 
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("out_dtype", [None, torch.float32])
+def test_float16_runs_on_the_float32_kernel(op, out_dtype, tmp_path):
+    # On the CPU float16 operands are converted once into float32 copies for the float32
+    # kernel (converted where they are multiplied, they took two micro-ops each on the
+    # FMA ports), its result rounded once: the parity of a float16 kernel, a float16 bias
+    # added in float32 before leaky_relu; ragged, b transposed.
+    a = torch.randn(67, 131).half()
+    b = torch.randn(45, 131).half().t()
+    bias = torch.randn(45).half()
+    want = a.float() @ b.float() + bias.float()
+    if op == "matmul_leaky_relu":
+        want = torch.nn.functional.leaky_relu(want, 0.01)
+    with torch_tile.config.patch(dump_dir=tmp_path):
+        torch_tile.runtime.clear_cache()
+        got = getattr(torch.ops.tile, op)(a, b, out_dtype=out_dtype, bias=bias)
+    assert got.dtype == (out_dtype or torch.float16)
+    torch.testing.assert_close(got.float(), want if out_dtype else want.half().float(),
+                               rtol=2e-3 if out_dtype is None else 1e-5, atol=1e-3)
+    specs = specs_compiled(tmp_path)
+    assert specs and all("[f32,f32" in spec for spec in specs), specs
+
+
 def test_small_b_is_read_in_place(tmp_path):
     # Below the L2's size, with rows close together, b is read through its strides: a copy
     # would not repay itself.
