@@ -12,6 +12,9 @@
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
+#include <cstdlib>
+#include <memory>
+
 namespace {
 
 at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
@@ -67,15 +70,26 @@ at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
 /// `sizes` of float32 in a buffer the calling thread keeps for its next call (up to
 /// kRetainedBytes; larger ones are fresh): a fresh buffer of a few MB is zero-filled by
 /// the OS page by page on first touch, which costs about as much as the copy into it.
+/// Plain memory, not a tensor: a tensor kept by a thread would be freed at its exit,
+/// through allocator state the process may already have torn down.
 at::Tensor retainedFloats(int slot, at::IntArrayRef sizes) {
   constexpr int64_t kRetainedBytes = int64_t(64) << 20;
-  thread_local at::Tensor kept[2];
+  struct Free {
+    void operator()(float *p) const { std::free(p); }
+  };
+  thread_local std::unique_ptr<float, Free> kept[2];
+  thread_local int64_t keptCount[2] = {0, 0};
   int64_t count = c10::multiply_integers(sizes);
   if (count * int64_t(sizeof(float)) > kRetainedBytes)
     return at::empty(sizes, at::kFloat);
-  if (!kept[slot].defined() || kept[slot].numel() < count)
-    kept[slot] = at::empty({count}, at::kFloat);
-  return kept[slot].narrow(0, 0, count).view(sizes);
+  if (count > keptCount[slot]) {
+    kept[slot].reset();
+    int64_t bytes = (count * int64_t(sizeof(float)) + 63) / 64 * 64;
+    kept[slot].reset(static_cast<float *>(std::aligned_alloc(64, size_t(bytes))));
+    TORCH_CHECK(kept[slot], "out of memory for a float32 copy of ", count, " elements");
+    keptCount[slot] = count;
+  }
+  return at::from_blob(kept[slot].get(), sizes, at::TensorOptions().dtype(at::kFloat));
 }
 
 /// float16 on the CPU runs as float32: the vector kernel converts each element of b
