@@ -164,6 +164,25 @@ def test_a_gemm_with_a_bias_is_timed_against_aten_addmm(monkeypatch):
     assert verdict["tile_ms"] > 0 and verdict["aten_ms"] > 0
 
 
+def test_the_fused_op_on_the_cpu_is_timed_without_eagers_extra_call(monkeypatch):
+    # On the CPU Inductor runs the leaky_relu after aten's GEMM in its own kernel, with no
+    # dispatcher call: the cost of eager's leaky_relu_ call, timed alone on one element,
+    # comes off aten's side. A plain GEMM is timed as it is.
+    runs_seen = []
+
+    def fixed(runs, device):
+        runs_seen.append(len(runs))
+        for run in runs:
+            run()
+        return [30e-6, 33e-6, 4e-6][:len(runs)]
+
+    monkeypatch.setattr(backend_choice, "_median_seconds", fixed)
+    a, b = torch.randn(64, 64), torch.randn(64, 128)
+    assert backend_choice._time("matmul_leaky_relu", a, b) == pytest.approx((30e-6, 29e-6))
+    assert backend_choice._time("matmul", a, b) == (30e-6, 33e-6)
+    assert runs_seen == [3, 2]
+
+
 @pytest.mark.parametrize("setting", ["always", "never"])
 def test_always_and_never_overrule_the_verdicts_and_match_eager(setting):
     # The forward's verdicts say the opposite of the setting; nothing is timed either way.
