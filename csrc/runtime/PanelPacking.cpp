@@ -62,20 +62,26 @@ std::unique_ptr<void, FreeBuffer> allocate(int64_t bytes) {
   return std::unique_ptr<void, FreeBuffer>(p);
 }
 
-/// Element by element, for a source whose columns are not contiguous: panel by panel,
-/// column by column down the rows (a transposed b's columns are its contiguous runs).
+/// Element by element, for a source whose columns are not contiguous: panel by panel, a
+/// band of kBandRows rows at a time, column by column down the band (a transposed b's
+/// columns are its contiguous runs). The band (16 rows of a panel) stays in L1 while its
+/// columns fill it: whole panels at once wrote a line per element, 2 GB/s for f32.
 template <typename Element>
 void packStrided(const Element *from, int64_t rowStride, int64_t colStride,
                  const tile::runtime::PanelLayout &layout, Element *to, int64_t firstPanel,
                  int64_t lastPanel) {
+  constexpr int64_t kBandRows = 16;
   int64_t width = layout.width, rows = layout.rows;
   for (int64_t p = firstPanel; p < lastPanel; ++p) {
     int64_t columns = std::min(width, layout.cols - p * width);
     Element *panel = to + p * rows * width;
-    for (int64_t j = 0; j < columns; ++j) {
-      const Element *column = from + (p * width + j) * colStride;
-      for (int64_t r = 0; r < rows; ++r)
-        panel[r * width + j] = column[r * rowStride];
+    for (int64_t band = 0; band < rows; band += kBandRows) {
+      int64_t last = std::min(rows, band + kBandRows);
+      for (int64_t j = 0; j < columns; ++j) {
+        const Element *column = from + (p * width + j) * colStride;
+        for (int64_t r = band; r < last; ++r)
+          panel[r * width + j] = column[r * rowStride];
+      }
     }
   }
 }
