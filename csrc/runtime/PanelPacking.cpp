@@ -165,21 +165,23 @@ void packGrouped(const Element *from, int64_t rowStride, int64_t colStride,
 
 } // namespace
 
-void *tile::runtime::panelScratch(int64_t bytes) {
-  thread_local std::unique_ptr<void, FreeBuffer> kept;
-  thread_local int64_t keptBytes = 0;
-  thread_local std::unique_ptr<void, FreeBuffer> once;
-  once.reset();
+void *tile::runtime::threadScratch(ScratchUse use, int64_t bytes) {
+  constexpr int kUses = 3;
+  thread_local std::unique_ptr<void, FreeBuffer> kept[kUses];
+  thread_local int64_t keptBytes[kUses] = {};
+  thread_local std::unique_ptr<void, FreeBuffer> once[kUses];
+  int slot = static_cast<int>(use);
+  once[slot].reset();
   if (bytes > kRetainedPanelBytes) {
-    once = allocate(bytes);
-    return once.get();
+    once[slot] = allocate(bytes);
+    return once[slot].get();
   }
-  if (bytes > keptBytes) {
-    kept.reset();
-    kept = allocate(bytes);
-    keptBytes = bytes;
+  if (bytes > keptBytes[slot]) {
+    kept[slot].reset();
+    kept[slot] = allocate(bytes);
+    keptBytes[slot] = bytes;
   }
-  return kept.get();
+  return kept[slot].get();
 }
 
 void tile::runtime::packPanels(const void *source, int64_t rowStride, int64_t colStride,

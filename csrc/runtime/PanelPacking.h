@@ -43,11 +43,16 @@ struct PanelLayout {
 void packPanels(const void *source, int64_t rowStride, int64_t colStride, const PanelLayout &layout,
                 void *panels, const ParallelFor &parallelFor = serialFor);
 
-/// A buffer of at least `bytes` for the calling thread's panels, valid until its next
-/// call. Buffers up to kRetainedPanelBytes are kept for the next call: a fresh allocation
-/// of a few MB is zero-filled by the OS page by page on first touch, which cost more than
-/// the copy itself (2048^3 bf16: about 7% of the whole call).
-void *panelScratch(int64_t bytes);
+/// What a thread's scratch buffer holds during a call: b's panels, or the float32 copies
+/// of a float16 call's a and b.
+enum class ScratchUse { Panels, FloatA, FloatB };
+
+/// A buffer of at least `bytes` for the calling thread's `use`, valid until its next call
+/// for the same use. Buffers up to kRetainedPanelBytes are kept for the next call: a
+/// fresh allocation of a few MB is zero-filled by the OS page by page on first touch,
+/// which cost more than the copy itself (2048^3 bf16: about 7% of the whole call).
+void *threadScratch(ScratchUse use, int64_t bytes);
+inline void *panelScratch(int64_t bytes) { return threadScratch(ScratchUse::Panels, bytes); }
 
 constexpr int64_t kRetainedPanelBytes = int64_t(64) << 20;
 

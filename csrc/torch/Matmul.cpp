@@ -6,14 +6,12 @@
 #include "runtime/DeviceTarget.h"
 #include "runtime/KernelCache.h"
 #include "runtime/LaunchPlans.h"
+#include "runtime/PanelPacking.h"
 #include "tile/Target/CpuArch.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
-
-#include <cstdlib>
-#include <memory>
 
 namespace {
 
@@ -67,53 +65,30 @@ at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
   return call.c;
 }
 
-/// `sizes` of float32 in a buffer the calling thread keeps for its next call (up to
-/// kRetainedBytes; larger ones are fresh): a fresh buffer of a few MB is zero-filled by
-/// the OS page by page on first touch, which costs about as much as the copy into it.
-/// Plain memory, not a tensor: a tensor kept by a thread would be freed at its exit,
-/// through allocator state the process may already have torn down.
-at::Tensor retainedFloats(int slot, at::IntArrayRef sizes) {
-  constexpr int64_t kRetainedBytes = int64_t(64) << 20;
-  struct Free {
-    void operator()(float *p) const { std::free(p); }
-  };
-  thread_local std::unique_ptr<float, Free> kept[2];
-  thread_local int64_t keptCount[2] = {0, 0};
-  int64_t count = c10::multiply_integers(sizes);
-  if (count * int64_t(sizeof(float)) > kRetainedBytes)
-    return at::empty(sizes, at::kFloat);
-  if (count > keptCount[slot]) {
-    kept[slot].reset();
-    int64_t bytes = (count * int64_t(sizeof(float)) + 63) / 64 * 64;
-    kept[slot].reset(static_cast<float *>(std::aligned_alloc(64, size_t(bytes))));
-    TORCH_CHECK(kept[slot], "out of memory for a float32 copy of ", count, " elements");
-    keptCount[slot] = count;
-  }
-  return at::from_blob(kept[slot].get(), sizes, at::TensorOptions().dtype(at::kFloat));
+/// `sizes` of float32 in the calling thread's scratch buffer for `use`.
+at::Tensor scratchFloats(tile::runtime::ScratchUse use, at::IntArrayRef sizes) {
+  int64_t bytes = c10::multiply_integers(sizes) * int64_t(sizeof(float));
+  return at::from_blob(tile::runtime::threadScratch(use, bytes), sizes,
+                       at::TensorOptions().dtype(at::kFloat));
 }
 
 /// float16 on the CPU runs as float32: the vector kernel converts each element of b
 /// where it multiplies it (two micro-ops on the FMA ports per 16 lanes), which ran at
-/// 0.5-0.7x of torch on a 2-core Xeon. a and b are converted once into float32 copies,
-/// the float32 kernel accumulates as the float16 one does (in float32, a bias added
-/// there), and the result is rounded once. Other calls (a bias of neither dtype, shapes
-/// that do not match) take the float16 path, whose checks name the problem.
+/// 0.5-0.7x of torch on a 2-core Xeon. After the float16 call's own checks, a and b are
+/// converted once into float32 copies, the float32 kernel accumulates as the float16 one
+/// does (in float32, a bias added there), and the result is rounded once.
 std::optional<at::Tensor> matmulHalfAsFloat(const char *op, const at::Tensor &a,
                                             const at::Tensor &b,
                                             std::optional<double> negativeSlope,
                                             std::optional<at::ScalarType> outDtype,
                                             const std::optional<at::Tensor> &bias) {
-  at::ScalarType out = outDtype.value_or(at::kHalf);
-  if (a.scalar_type() != at::kHalf || b.scalar_type() != at::kHalf || a.dim() != 2 ||
-      b.dim() != 2 || a.size(1) != b.size(0) || (out != at::kHalf && out != at::kFloat) ||
-      a.layout() != at::kStrided || b.layout() != at::kStrided)
+  if (a.scalar_type() != at::kHalf)
     return std::nullopt;
-  if (bias && (bias->device() != a.device() || bias->layout() != at::kStrided ||
-               bias->dim() != 1 || bias->size(0) != b.size(1) ||
-               (bias->scalar_type() != at::kHalf && bias->scalar_type() != out)))
-    return std::nullopt;
-  at::Tensor a32 = retainedFloats(0, a.sizes()).copy_(a);
-  at::Tensor b32 = retainedFloats(1, b.sizes()).copy_(b);
+  at::ScalarType out =
+      tile::binding::checkMatmulCall(op, a, b, negativeSlope.has_value(), outDtype, bias);
+  using tile::runtime::ScratchUse;
+  at::Tensor a32 = scratchFloats(ScratchUse::FloatA, a.sizes()).copy_(a);
+  at::Tensor b32 = scratchFloats(ScratchUse::FloatB, b.sizes()).copy_(b);
   std::optional<at::Tensor> bias32;
   if (bias)
     bias32 = bias->to(at::kFloat);

@@ -129,15 +129,23 @@ tile::binding::MatmulCall::withConfig(const std::map<std::string, int64_t> &knob
   return {tuned, programs};
 }
 
+at::ScalarType tile::binding::checkMatmulCall(const char *op, const at::Tensor &a,
+                                              const at::Tensor &b, bool epilogue,
+                                              std::optional<at::ScalarType> outDtype,
+                                              const std::optional<at::Tensor> &bias) {
+  checkOperands(op, a, b);
+  at::ScalarType out = outputDtype(op, a.scalar_type(), outDtype, epilogue);
+  if (bias)
+    checkBias(op, *bias, a, b.size(1), out);
+  return out;
+}
+
 void tile::binding::prepareMatmul(MatmulCall &call, const char *op, const at::Tensor &a,
                                   const at::Tensor &b, std::optional<double> negativeSlope,
                                   std::optional<at::ScalarType> outDtype,
                                   const std::optional<at::Tensor> &bias, const Target &target,
                                   bool contiguousRowsOfB) {
-  checkOperands(op, a, b);
-  at::ScalarType out = outputDtype(op, a.scalar_type(), outDtype, negativeSlope.has_value());
-  if (bias)
-    checkBias(op, *bias, a, b.size(1), out);
+  at::ScalarType out = checkMatmulCall(op, a, b, negativeSlope.has_value(), outDtype, bias);
   int64_t m = a.size(0), k = a.size(1), n = b.size(1);
   call.op = op;
   call.a = a;

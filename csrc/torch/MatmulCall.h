@@ -43,7 +43,13 @@ struct MatmulCall {
   std::pair<ops::KernelSpec, int64_t> withConfig(const std::map<std::string, int64_t> &knobs) const;
 };
 
-/// Checks the operands (raising errors that name the problem), allocates c, and fills
+/// Checks a matmul call's operands, output dtype and bias, raising errors that name the
+/// problem; returns the output dtype.
+at::ScalarType checkMatmulCall(const char *op, const at::Tensor &a, const at::Tensor &b,
+                               bool epilogue, std::optional<at::ScalarType> outDtype,
+                               const std::optional<at::Tensor> &bias);
+
+/// Checks the operands (checkMatmulCall), allocates c, and fills
 /// `call` with the arguments and the signature; no spec yet (specify()). `target` must
 /// outlive the call. `contiguousRowsOfB` copies a b whose rows are not contiguous (the
 /// CPU microkernel loads b by rows), or whose rows are a multiple of 4 KB apart (they

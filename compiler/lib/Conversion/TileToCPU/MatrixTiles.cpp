@@ -75,6 +75,13 @@ Value loadTile(OpBuilder &b, Location loc, Value ptr, Value strideBytes) {
       {i16Constant(b, loc, kTileRows), i16Constant(b, loc, kTileRowBytes), ptr, strideBytes});
 }
 
+/// `tile` stored as a full 16x64-byte tile at `ptr`, its rows `strideBytes` apart.
+void storeTile(OpBuilder &b, Location loc, Value ptr, Value strideBytes, Value tile) {
+  intrinsic(
+      b, loc, Type(), "llvm.x86.tilestored64.internal",
+      {i16Constant(b, loc, kTileRows), i16Constant(b, loc, kTileRowBytes), ptr, strideBytes, tile});
+}
+
 Value elementsFrom(OpBuilder &b, Location loc, Value base, Type element, Value offset) {
   return LLVM::GEPOp::create(b, loc, base.getType(), element, base, ArrayRef<LLVM::GEPArg>{offset});
 }
@@ -299,10 +306,8 @@ SmallVector<Value> mlir::tile::cpu::matrixTileMicrokernel(OpBuilder &b, Location
                            ValueRange tiles) {
     for (int64_t band = 0; band < subBands; ++band)
       for (int64_t chunk = 0; chunk < subChunks; ++chunk)
-        intrinsic(b, loc, Type(), "llvm.x86.tilestored64.internal",
-                  {i16Constant(b, loc, kTileRows), i16Constant(b, loc, kTileRowBytes),
-                   cornerOf(b, loc, firstBand + band, firstChunk + chunk), bufferStride,
-                   tiles[band * subChunks + chunk]});
+        storeTile(b, loc, cornerOf(b, loc, firstBand + band, firstChunk + chunk), bufferStride,
+                  tiles[band * subChunks + chunk]);
   };
   Value zero = i64Value(b, loc, 0);
   if (subBands == bands && subChunks == chunks) {
@@ -385,13 +390,8 @@ SmallVector<LLVM::LoadOp> rowLoadsOf(scf::ForOp loop, unsigned index, int64_t ro
 /// buffer of whole tiles (row i at i row lengths from row 0's address, 16 rows and 64
 /// bytes at a time); else nothing.
 std::optional<int64_t> zeroedRowBytes(Value init, MutableArrayRef<LLVM::StoreOp> stores) {
-  DenseElementsAttr dense;
-  if (!matchPattern(init, m_Constant(&dense)) || !dense.isSplat() || stores.empty() ||
+  if ((!matchPattern(init, m_Zero()) && !matchPattern(init, m_PosZeroFloat())) || stores.empty() ||
       stores.size() % kTileRows != 0)
-    return std::nullopt;
-  Attribute zero = dense.getSplatValue<Attribute>();
-  if (!(isa<FloatAttr>(zero) && cast<FloatAttr>(zero).getValue().isPosZero()) &&
-      !(isa<IntegerAttr>(zero) && cast<IntegerAttr>(zero).getValue().isZero()))
     return std::nullopt;
   auto rowType = cast<VectorType>(stores.front().getValue().getType());
   int64_t rowBytes = rowType.getNumElements() * rowType.getElementTypeBitWidth() / 8;
@@ -455,12 +455,11 @@ void mlir::tile::cpu::keepAccumulatorsInTileBuffers(Operation *kernel) {
             {i16Constant(b, loc, kTileRows), i16Constant(b, loc, kTileRowBytes)});
         for (int64_t row = 0; row < int64_t(stores.size()); row += kTileRows)
           for (int64_t column = 0; column < *rowBytes; column += kTileRowBytes)
-            intrinsic(
-                b, loc, Type(), "llvm.x86.tilestored64.internal",
-                {i16Constant(b, loc, kTileRows), i16Constant(b, loc, kTileRowBytes),
-                 LLVM::GEPOp::create(b, loc, corner.getType(), b.getI8Type(), corner,
-                                     ArrayRef<LLVM::GEPArg>{int32_t(row * *rowBytes + column)}),
-                 i64Value(b, loc, *rowBytes), zeros});
+            storeTile(
+                b, loc,
+                LLVM::GEPOp::create(b, loc, corner.getType(), b.getI8Type(), corner,
+                                    ArrayRef<LLVM::GEPArg>{int32_t(row * *rowBytes + column)}),
+                i64Value(b, loc, *rowBytes), zeros);
       } else {
         for (auto [i, store] : llvm::enumerate(stores)) {
           Value row = vector::ExtractOp::create(b, loc, init, ArrayRef<int64_t>{int64_t(i)});
