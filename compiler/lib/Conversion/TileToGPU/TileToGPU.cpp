@@ -11,6 +11,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/Transforms/Patterns.h"
+#include "mlir/IR/Iterators.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 namespace mlir::tile {
@@ -672,6 +673,21 @@ LogicalResult keepReadTensorMaps(gpu::GPUFuncOp func, unsigned firstMap) {
   return success();
 }
 
+/// Erases the ops of `root` that have no effect and whose results nothing reads. The
+/// conversion builds each thread's addresses and masks for every access of the tile
+/// program, also those the bulk copies then make unused: most of what it builds for a
+/// warpgroup MMA kernel. Swept here in one walk (users before their definitions), they no
+/// longer cost every later pass and the canonicalizer's worklist, about a third of a
+/// first call's compile.
+void eraseDeadOps(Operation *root) {
+  root->walk<WalkOrder::PostOrder, ReverseIterator>([&](Operation *op) {
+    // An op that carries an attribute may be a marker the steps after the conversion
+    // look for (where a K loop's last step begins): kept for them.
+    if (op != root && op->getDiscardableAttrDictionary().empty() && isOpTriviallyDead(op))
+      op->erase();
+  });
+}
+
 struct ConvertTileToGPUPass : mlir::tile::impl::ConvertTileToGPUBase<ConvertTileToGPUPass> {
   using ConvertTileToGPUBase::ConvertTileToGPUBase;
 
@@ -834,6 +850,7 @@ struct ConvertTileToGPUPass : mlir::tile::impl::ConvertTileToGPUBase<ConvertTile
       target.addLegalOp<scf::ExecuteRegionOp>();
       if (failed(applyPartialConversion(func, target, std::move(patterns))))
         return signalPassFailure();
+      eraseDeadOps(func);
       if (mayTakeMaps && failed(keepReadTensorMaps(func, firstMap)))
         return signalPassFailure();
       prefetchFirstFragments(func);

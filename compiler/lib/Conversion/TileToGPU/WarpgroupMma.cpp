@@ -45,11 +45,18 @@ SmallVector<Value> elementsOf(OpBuilder &b, Location loc, Value vector, int64_t 
   return elements;
 }
 
-Value intoVector(OpBuilder &b, Location loc, Value vector, int64_t first, Value structValue, int64_t count) {
+/// Overwrites elements [first, first + count) with the fields of `structValue`.
+void takeFields(OpBuilder &b, Location loc, SmallVector<Value> &elements, int64_t first,
+                Value structValue, int64_t count) {
   for (int64_t i = 0; i < count; ++i)
-    vector = vector::InsertOp::create(b, loc, LLVM::ExtractValueOp::create(b, loc, structValue, i), vector,
-                                      ArrayRef<int64_t>{first + i});
-  return vector;
+    elements[first + i] = LLVM::ExtractValueOp::create(b, loc, structValue, i);
+}
+
+/// The accumulator rebuilt in one op, not as a chain of one insert per element: the
+/// canonicalizer folds each extract from a chain by walking it, which for 128
+/// accumulators per thread took a good share of a kernel's compile.
+Value asVector(OpBuilder &b, Location loc, Type type, ArrayRef<Value> elements) {
+  return vector::FromElementsOp::create(b, loc, cast<VectorType>(type), elements);
 }
 
 std::string registerList(int64_t first, int64_t count) {
@@ -99,7 +106,9 @@ Value mlir::tile::gpu_lowering::waitForWarpgroups(OpBuilder &b, Location loc, in
   }
   int64_t count = cast<VectorType>(acc.getType()).getNumElements();
   Value passed = inlinePtx(b, loc, ptx, count, "", {}, elementsOf(b, loc, acc, 0, count));
-  return intoVector(b, loc, acc, 0, passed, count);
+  SmallVector<Value> elements(count);
+  takeFields(b, loc, elements, 0, passed, count);
+  return asVector(b, loc, acc.getType(), elements);
 }
 
 Value mlir::tile::gpu_lowering::warpgroupMultiply(OpBuilder &b, Location loc, const Distribution &dist,
@@ -165,7 +174,8 @@ Value mlir::tile::gpu_lowering::warpgroupMultiply(OpBuilder &b, Location loc, co
                     std::to_string(perInstruction + 1) + ", 1, 1, 1, " + (a.kInner ? "0" : "1") + ", " +
                     (bOperand.kInner ? "0" : "1") + ";";
   inlinePtx(b, loc, "wgmma.fence.sync.aligned;", 0, "", {}, {});
-  Value result = acc;
+  SmallVector<Value> elements =
+      elementsOf(b, loc, acc, 0, cast<VectorType>(acc.getType()).getNumElements());
   for (int64_t step = 0; step < k / kInstructionK; ++step) {
     int64_t kk = step * kInstructionK;
     Value bDesc = b.createOrFold<arith::AddIOp>(loc, bBase, c64(offsetOf(bOperand, 0, kk) >> 4));
@@ -174,10 +184,11 @@ Value mlir::tile::gpu_lowering::warpgroupMultiply(OpBuilder &b, Location loc, co
                                                   c64(offsetOf(a, rm * kInstructionRows, kk) >> 4));
       int64_t first = rm * perInstruction;
       Value d = inlinePtx(b, loc, ptx, perInstruction, "l,l", ValueRange{aDesc, bDesc},
-                          elementsOf(b, loc, result, first, perInstruction));
-      result = intoVector(b, loc, result, first, d, perInstruction);
+                          ArrayRef<Value>(elements).slice(first, perInstruction));
+      takeFields(b, loc, elements, first, d, perInstruction);
     }
   }
+  Value result = asVector(b, loc, acc.getType(), elements);
   inlinePtx(b, loc, "wgmma.commit_group.sync.aligned;", 0, "", {}, {});
   return result;
 }
