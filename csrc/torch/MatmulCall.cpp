@@ -272,6 +272,10 @@ bool tile::binding::packsBIntoPanels(int64_t m, int64_t n, int64_t k, int64_t el
   //   one thread) panels ran 1024x1024x256 at 158 GFLOP/s against 146, 1024x1024x512
   //   152 against 132, 512^3 159 against 155, 256x4096x64 134 against 116; at 256^3 (1 KB
   //   apart) 165 against 170.
+  // - f32 rows of b that are not whole cache lines apart (N not a multiple of 16) make
+  //   every vector load of a row of b straddle two lines: panels ran 500^3 at 0.77x of
+  //   MKL against 0.59x (2 threads, Xeon); below 256 KB of b the copy did not repay it
+  //   (100^3 0.40x against 0.48x).
   // The copy moves K*N elements against M*N*K multiply-adds: too few rows of a (M < 64)
   // do not repay it.
   constexpr int64_t kRowsWorthPanels = 64, kPastTheL2 = int64_t(4) << 20;
@@ -280,7 +284,10 @@ bool tile::binding::packsBIntoPanels(int64_t m, int64_t n, int64_t k, int64_t el
   int64_t bytes = k * n * elementBytes;
   if (m < kRowsWorthPanels)
     return false;
-  return bytes >= kPastTheL2 || (elementBytes == 4 && n * elementBytes >= kConflictingPitch) ||
+  constexpr int64_t kCacheLine = 64, kUnalignedRowsWorthPanels = int64_t(256) << 10;
+  bool f32 = elementBytes == 4;
+  return bytes >= kPastTheL2 || (f32 && n * elementBytes >= kConflictingPitch) ||
+         (f32 && n * elementBytes % kCacheLine != 0 && bytes >= kUnalignedRowsWorthPanels) ||
          (elementBytes == 1 && m >= kInt8Rows && bytes >= kInt8Bytes);
 }
 

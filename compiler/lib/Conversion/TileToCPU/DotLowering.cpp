@@ -5,8 +5,11 @@
 // microkernel: for each k, the accumulator rows take one FMA each with a row of b
 // (a vector load) scaled by one element of a (a broadcast). The accumulator stays in
 // vector registers across the K loop of the program, and the loaded blocks are never
-// built as vectors. Full blocks with a unit-stride b row take plain vector loads;
-// blocks at the edges of the matrices mask every element as the loads would have.
+// built as vectors. Full blocks with a unit-stride b row take plain vector loads, up to
+// the k both operands keep (the last block of a K that BLOCK_K does not divide too).
+// Where masked-off lanes are zeros, blocks at the edges of the matrices take the same
+// loop with masked loads of b and a's missing rows read from its first (see
+// BlockEdges); otherwise they mask every element as the loads would have.
 //
 // bf16 and int8 dots on a host with AVX512-BF16 / AVX512-VNNI take several k at a time
 // instead, where a's rows are unit-stride: vdpbf16ps multiplies the pair (a[i, k],
@@ -120,12 +123,26 @@ Value i64Constant(OpBuilder &b, Location loc, int64_t value) {
 /// k steps per iteration of a full block's K loop.
 constexpr int64_t kUnrolledSteps = 4;
 
+/// A block at the matrices' edges that the full blocks' loop can still take, where the
+/// masked-off lanes of both operands are zeros: its columns past b's kept ones come from
+/// masked loads of b's rows (as cheap as plain ones with AVX-512's mask registers), and
+/// its rows past a's kept ones read a's first row, their sums then dropped for the
+/// accumulator they came in with (what products of zeros leave). Each element of the
+/// masked path took a branch instead.
+struct BlockEdges {
+  Value bColumns;              // vector of i1: b's kept lanes
+  SmallVector<Value> aRowKept; // i1 per row of the block
+};
+
 /// One K loop over the block: rows[i] += a[i, k] * b[k, :] for k in [0, K).
 /// `fullBlocks` selects unmasked loads (and a unit-stride b row); otherwise every
-/// element is masked as the loads specified.
+/// element is masked as the loads specified. A full block's loop may stop at `kCount`
+/// (an i64 at most K, known at run time): a K that BLOCK_K does not divide leaves each
+/// program a last block of fewer k, whose rows and columns are all kept.
 SmallVector<Value> microkernel(OpBuilder &b, Location loc, const OperandView &a,
                                const OperandView &bView, ValueRange accRows, int64_t k,
-                               bool fullBlocks) {
+                               bool fullBlocks, Value kCount = {},
+                               const BlockEdges *edges = nullptr) {
   auto rowType = cast<VectorType>(accRows.front().getType());
   int64_t n = rowType.getDimSize(0);
   Type accElement = rowType.getElementType();
@@ -147,16 +164,23 @@ SmallVector<Value> microkernel(OpBuilder &b, Location loc, const OperandView &a,
   // the loop indexes by k, where the row's offset added inside the loop made LLVM chain
   // the rows' addresses one from another at every k.
   SmallVector<Value> aRows;
-  for (int64_t i = 0, e = accRows.size(); i < e; ++i)
-    aRows.push_back(LLVM::GEPOp::create(b, loc, ptrType, a.element, a.base,
-                                        ArrayRef<LLVM::GEPArg>{Value(arith::MulIOp::create(
-                                            b, loc, i64Constant(b, loc, i), a.rowStride))}));
+  for (int64_t i = 0, e = accRows.size(); i < e; ++i) {
+    Value row = LLVM::GEPOp::create(b, loc, ptrType, a.element, a.base,
+                                    ArrayRef<LLVM::GEPArg>{Value(arith::MulIOp::create(
+                                        b, loc, i64Constant(b, loc, i), a.rowStride))});
+    if (edges)
+      row = LLVM::SelectOp::create(b, loc, edges->aRowKept[i], row, a.base);
+    aRows.push_back(row);
+  }
   auto step = [&](OpBuilder &b, Location loc, Value kk, ValueRange rows) -> SmallVector<Value> {
     Value bRowPtr = LLVM::GEPOp::create(
         b, loc, ptrType, bView.element, bView.base,
         ArrayRef<LLVM::GEPArg>{Value(arith::MulIOp::create(b, loc, kk, bView.rowStride))});
     Value bRow;
-    if (fullBlocks) {
+    if (fullBlocks && edges) {
+      Value zeros = arith::ConstantOp::create(b, loc, bRowType, b.getZeroAttr(bRowType));
+      bRow = LLVM::MaskedLoadOp::create(b, loc, bRowType, bRowPtr, edges->bColumns, zeros, bAlign);
+    } else if (fullBlocks) {
       bRow = LLVM::LoadOp::create(b, loc, bRowType, bRowPtr, bAlign);
     } else {
       Value kOn = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, kk, bView.validRows);
@@ -237,19 +261,33 @@ SmallVector<Value> microkernel(OpBuilder &b, Location loc, const OperandView &a,
   // their k by constant offsets from pointers that move once per iteration. Intel's FMA
   // ports also execute integer instructions, so each address computed per k would take
   // a slot from the multiplies (Zen's integer units are apart and do not feel it).
+  auto steps = [&](Value from, Value to, int64_t unroll, ValueRange rows) {
+    auto loop = scf::ForOp::create(
+        b, loc, from, to, i64Constant(b, loc, unroll), rows,
+        [&](OpBuilder &b, Location loc, Value kk, ValueRange rows) {
+          SmallVector<Value> next(rows);
+          for (int64_t u = 0; u < unroll; ++u) {
+            Value at =
+                u == 0 ? kk : arith::AddIOp::create(b, loc, kk, i64Constant(b, loc, u)).getResult();
+            next = step(b, loc, at, next);
+          }
+          scf::YieldOp::create(b, loc, next);
+        });
+    return SmallVector<Value>(loop.getResults());
+  };
+  Value zero = i64Constant(b, loc, 0);
+  if (edges) {
+    // One k per iteration: unrolled, the masked loads of b (which no FMA takes as its
+    // memory operand) were all hoisted ahead of the FMAs and spilled.
+    SmallVector<Value> sums = steps(zero, kCount, 1, accRows);
+    for (auto [i, sum] : llvm::enumerate(sums))
+      sum = arith::SelectOp::create(b, loc, edges->aRowKept[i], sum, accRows[i]);
+    return sums;
+  }
+  // A full block's kCount is a multiple of kUnrolledSteps where k is (the caller's
+  // condition for this path).
   int64_t unroll = fullBlocks && k % kUnrolledSteps == 0 ? kUnrolledSteps : 1;
-  auto loop = scf::ForOp::create(
-      b, loc, i64Constant(b, loc, 0), i64Constant(b, loc, k), i64Constant(b, loc, unroll), accRows,
-      [&](OpBuilder &b, Location loc, Value kk, ValueRange rows) {
-        SmallVector<Value> next(rows);
-        for (int64_t u = 0; u < unroll; ++u) {
-          Value at =
-              u == 0 ? kk : arith::AddIOp::create(b, loc, kk, i64Constant(b, loc, u)).getResult();
-          next = step(b, loc, at, next);
-        }
-        scf::YieldOp::create(b, loc, next);
-      });
-  return SmallVector<Value>(loop.getResults());
+  return steps(zero, kCount ? kCount : i64Constant(b, loc, k), unroll, accRows);
 }
 
 /// 32-bit accumulator lanes of one 512-bit dot-product instruction.
@@ -473,6 +511,11 @@ Value equals(OpBuilder &b, Location loc, Value x, int64_t y) {
   return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x, i64Constant(b, loc, y));
 }
 
+/// Whether `value` is a constant zero (integer, or float of either sign).
+bool isZero(Value value) {
+  return matchPattern(value, m_Zero()) || matchPattern(value, m_AnyZeroFloat());
+}
+
 /// The accumulator's rows, which the microkernels carry one vector each.
 SmallVector<Value> accumulatorRows(OpBuilder &b, Location loc, Value acc) {
   SmallVector<Value> rows;
@@ -535,17 +578,82 @@ struct DotLowering : OpConversionPattern<DotOp> {
       return lowerGroupedLayout(op, adaptor, rewriter, a, b, m, k, n, *instruction);
     }
     auto eq = [&](Value x, int64_t y) { return equals(rewriter, loc, x, y); };
-    Value full = eq(b.colStride, 1);
-    for (Value on : {eq(a.validRows, m), eq(a.validCols, k), eq(b.validRows, k), eq(b.validCols, n)})
-      full = arith::AndIOp::create(rewriter, loc, full, on);
-
     SmallVector<Value> rows = accumulatorRows(rewriter, loc, adaptor.getAcc());
     std::optional<GroupedDot> grouped = groupedDotFor(a, accElement, k, n, features);
+    // Where both operands' masked lanes are zeros, the products past either operand's
+    // kept k are zeros: the full blocks' loop stops at the smaller (the last block of a K
+    // that BLOCK_K does not divide had taken the masked path, a third of the work at
+    // K = 384 with BLOCK_K = 256), and blocks at the row and column edges take it too
+    // (BlockEdges).
+    bool zeroOthers = !grouped && isZero(a.other) && isZero(b.other);
+    Value unitB = eq(b.colStride, 1);
+    Value whole = arith::AndIOp::create(rewriter, loc, eq(a.validRows, m), eq(b.validCols, n));
+    Value full = arith::AndIOp::create(rewriter, loc, unitB, whole);
+    Value kCount;
+    if (zeroOthers) {
+      kCount = arith::MaxSIOp::create(
+          rewriter, loc,
+          arith::MinSIOp::create(rewriter, loc,
+                                 arith::MinSIOp::create(rewriter, loc, a.validCols, b.validRows),
+                                 i64Constant(rewriter, loc, k)),
+          i64Constant(rewriter, loc, 0));
+      // The full blocks' loop takes kUnrolledSteps k at a time; a K that leaves fewer
+      // (K not a multiple of 4) goes the edges' way, one k at a time.
+      if (k % kUnrolledSteps == 0)
+        full = arith::AndIOp::create(
+            rewriter, loc, full,
+            eq(arith::AndIOp::create(rewriter, loc, kCount,
+                                     i64Constant(rewriter, loc, kUnrolledSteps - 1)),
+               0));
+    } else
+      for (Value on : {eq(a.validCols, k), eq(b.validRows, k)})
+        full = arith::AndIOp::create(rewriter, loc, full, on);
+    auto edgesOrMasked = [&](OpBuilder &builder, Location l) {
+      if (!zeroOthers) {
+        scf::YieldOp::create(builder, l, microkernel(builder, l, a, b, rows, k, false));
+        return;
+      }
+      // a's first row is read for every row, and must be there.
+      Value someKept = arith::AndIOp::create(
+          builder, l, unitB,
+          arith::AndIOp::create(builder, l,
+                                arith::CmpIOp::create(builder, l, arith::CmpIPredicate::sgt,
+                                                      a.validRows, i64Constant(builder, l, 0)),
+                                arith::CmpIOp::create(builder, l, arith::CmpIPredicate::sgt,
+                                                      b.validCols, i64Constant(builder, l, 0))));
+      auto byEdges = scf::IfOp::create(
+          builder, l, someKept,
+          [&](OpBuilder &then, Location at) {
+            BlockEdges edges;
+            auto laneType = VectorType::get({n}, then.getI64Type());
+            Value lanes = arith::ConstantOp::create(
+                then, at, laneType,
+                then.getI64VectorAttr(llvm::to_vector(llvm::seq<int64_t>(0, n))));
+            edges.bColumns =
+                arith::CmpIOp::create(then, at, arith::CmpIPredicate::slt, lanes,
+                                      vector::BroadcastOp::create(then, at, laneType, b.validCols));
+            for (int64_t i = 0; i < m; ++i)
+              edges.aRowKept.push_back(arith::CmpIOp::create(
+                  then, at, arith::CmpIPredicate::slt, i64Constant(then, at, i), a.validRows));
+            scf::YieldOp::create(then, at,
+                                 microkernel(then, at, a, b, rows, k, true, kCount, &edges));
+          },
+          [&](OpBuilder &otherwise, Location at) {
+            // With b's rows known to be unit-stride, nothing reaches here but a block with
+            // no row or column kept, to which every product is zero.
+            if (getConstantIntValue(b.colStride) == 1)
+              scf::YieldOp::create(otherwise, at, rows);
+            else
+              scf::YieldOp::create(otherwise, at, microkernel(otherwise, at, a, b, rows, k, false));
+          });
+      scf::YieldOp::create(builder, l, byEdges.getResults());
+    };
+
     auto branch = scf::IfOp::create(
         rewriter, loc, full,
         [&](OpBuilder &builder, Location l) {
           if (!grouped) {
-            scf::YieldOp::create(builder, l, microkernel(builder, l, a, b, rows, k, true));
+            scf::YieldOp::create(builder, l, microkernel(builder, l, a, b, rows, k, true, kCount));
             return;
           }
           // A group of k is one 32-bit load of a only where its k is unit-stride.
@@ -562,9 +670,7 @@ struct DotLowering : OpConversionPattern<DotOp> {
               });
           scf::YieldOp::create(builder, l, byGroups.getResults());
         },
-        [&](OpBuilder &builder, Location l) {
-          scf::YieldOp::create(builder, l, microkernel(builder, l, a, b, rows, k, false));
-        });
+        edgesOrMasked);
     rewriter.replaceOp(op, joinRows(rewriter, loc, adaptor.getAcc(), branch.getResults()));
     return success();
   }

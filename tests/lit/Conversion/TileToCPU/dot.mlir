@@ -4,6 +4,9 @@
 // k, one b row (a vector load when the block is full, a masked load at the edges: the row
 // is at unit stride) and
 // one broadcast element of a per accumulator row, FMA'd into rows kept as loop values.
+// The loops stop at the k both operands keep. At the edges (masked-off lanes are zeros)
+// a's rows past the kept ones read its first row, branch-free, and their sums are
+// dropped for the accumulator they came in with.
 
 // CHECK-LABEL: func.func @fused_dot
 // CHECK-NOT: vector.contract
@@ -17,9 +20,12 @@
 // CHECK: vector.fma %[[SPLATW]], %[[WIDE]], %{{.+}} : vector<8xf32>
 // CHECK: } else {
 // CHECK-NOT: llvm.intr.masked.gather
+// CHECK: llvm.select %{{.+}}, %{{.+}}, %{{.+}} : i1, !llvm.ptr
+// CHECK: scf.for
 // CHECK: llvm.intr.masked.load %{{.+}}, %{{.+}}, %{{.+}} {alignment = 2 : i32} : (!llvm.ptr, vector<8xi1>, vector<8xf16>) -> vector<8xf16>
-// CHECK: scf.if %{{.+}} -> (f16)
+// CHECK-NOT: scf.if %{{.+}} -> (f16)
 // CHECK: vector.fma
+// CHECK: arith.select %{{.+}}, %{{.+}}, %{{.+}} : vector<8xf32>
 // CHECK-NOT: vector.contract
 // CHECK: return
 func.func @fused_dot(%a: !tile.ptr<f16>, %b: !tile.ptr<f16>, %c: !tile.ptr<f32>, %lda: i32, %m: i32) attributes {tile.kernel} {
