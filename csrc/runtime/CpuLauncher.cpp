@@ -21,3 +21,21 @@ void tile::runtime::launchCpu(const LoadedKernel &kernel, void **args, Grid grid
     entry(args, begin, end, grid.x, grid.y, grid.z);
   });
 }
+
+void tile::runtime::launchCpuInRowBands(const LoadedKernel &kernel, void **args, int64_t rowBlocks,
+                                        int64_t colBlocks, int64_t bands,
+                                        const ParallelFor &parallelFor) {
+  if (!kernel.cpuEntry)
+    throw std::logic_error("kernel " + kernel.spec + " was not compiled for the CPU");
+  if (rowBlocks < 0 || colBlocks < 0 || bands < 1 || rowBlocks * colBlocks > INT32_MAX)
+    throw std::invalid_argument("bad row bands of a grid");
+  CpuEntry entry = kernel.cpuEntry;
+  int32_t programs = int32_t(rowBlocks * colBlocks);
+  parallelFor(0, bands, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t band = begin; band < end; ++band) {
+      int64_t first = rowBlocks * band / bands, last = rowBlocks * (band + 1) / bands;
+      for (int64_t column = 0; first < last && column < colBlocks; ++column)
+        entry(args, column * rowBlocks + first, column * rowBlocks + last, programs, 1, 1);
+    }
+  });
+}

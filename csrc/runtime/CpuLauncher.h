@@ -27,6 +27,15 @@ void serialFor(int64_t begin, int64_t end, int64_t grain,
 void launchCpu(const LoadedKernel &kernel, void **args, Grid grid, int64_t grain,
                const ParallelFor &parallelFor = serialFor);
 
+/// Runs a grid that is one group of the grouped order (program n * rowBlocks + m computes
+/// block row m of block column n) as `bands` tasks of consecutive block rows, each over
+/// every block column: a task then reads only its rows of a. Where a was just written by
+/// the same threads in the same bands (the float16 path's float32 copy), each reads what
+/// its own core's cache holds; split by columns, each would read all of a, half of it
+/// from the other core's.
+void launchCpuInRowBands(const LoadedKernel &kernel, void **args, int64_t rowBlocks,
+                         int64_t colBlocks, int64_t bands, const ParallelFor &parallelFor);
+
 } // namespace tile::runtime
 
 #endif

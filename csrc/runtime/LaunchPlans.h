@@ -22,6 +22,9 @@ struct LaunchPlan {
   int64_t grain = 1; ///< program instances per CPU task at least
   int64_t bPanelWidth = 0; ///< b packed into panels this wide before each launch (CPU); 0: as given
   int64_t bPanelGroup = 1; ///< rows of b side by side in its panels (PanelLayout::group)
+  /// Blocks along M where they all make one group of the grouped order (CPU; 0
+  /// otherwise): the grid may then run in bands of rows (launchCpuInRowBands).
+  int64_t rowBlocks = 0;
 };
 
 /// A call's signature as plain numbers: the op, the dtypes, the device, the sizes and the

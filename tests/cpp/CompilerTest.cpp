@@ -130,6 +130,44 @@ TEST(Compiler, ParallelLaunchCoversTheGrid) {
     ASSERT_EQ(out[i], 1.0f + float(i)) << "at " << i;
 }
 
+// The programs a row-band launch ran, as (task, first, last) per call of the entry.
+std::vector<std::array<int64_t, 3>> rowBandCalls;
+int64_t rowBandTask = -1;
+
+void recordRowBand(void **, int64_t begin, int64_t end, int32_t gx, int32_t gy, int32_t gz) {
+  ASSERT_EQ(gx, 7 * 3);
+  ASSERT_EQ(gy * gz, 1);
+  rowBandCalls.push_back({rowBandTask, begin, end});
+}
+
+TEST(Compiler, RowBandLaunchRunsEachProgramOnceEachTaskItsRows) {
+  // One group of the grouped order: program n * 7 + m is block row m of block column n.
+  // Three bands of 7 block rows: 0-1, 2-3, 4-6, each over the 3 block columns.
+  runtime::LoadedKernel kernel;
+  kernel.cpuEntry = recordRowBand;
+  rowBandCalls.clear();
+  auto recordTasks = [](int64_t begin, int64_t end, int64_t grain,
+                        const std::function<void(int64_t, int64_t)> &body) {
+    ASSERT_EQ(grain, 1);
+    for (int64_t task = begin; task < end; ++task) {
+      rowBandTask = task;
+      body(task, task + 1);
+    }
+  };
+  runtime::launchCpuInRowBands(kernel, nullptr, 7, 3, 3, recordTasks);
+  std::vector<int> runs(21, 0);
+  const int64_t firstRow[] = {0, 2, 4, 7};
+  for (auto [task, first, last] : rowBandCalls)
+    for (int64_t program = first; program < last; ++program) {
+      ++runs[program];
+      int64_t row = program % 7;
+      EXPECT_GE(row, firstRow[task]) << "program " << program << " in band " << task;
+      EXPECT_LT(row, firstRow[task + 1]) << "program " << program << " in band " << task;
+    }
+  for (int64_t program = 0; program < 21; ++program)
+    EXPECT_EQ(runs[program], 1) << "program " << program;
+}
+
 TEST(Compiler, KeepsEveryStageInOrder) {
   auto context = createContext();
   auto module = ops::buildKernel(*context, vectorAddSpec("f16"));

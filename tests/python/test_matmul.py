@@ -394,14 +394,16 @@ def test_far_apart_rows_of_b_are_read_from_panels(tmp_path):
 
 @pytest.mark.parametrize("op", OPS)
 @pytest.mark.parametrize("out_dtype", [None, torch.float32])
-def test_float16_runs_on_the_float32_kernel(op, out_dtype, tmp_path):
+@pytest.mark.parametrize("m, k, n", [(67, 131, 45), (301, 263, 70)])
+def test_float16_runs_on_the_float32_kernel(op, out_dtype, m, k, n, tmp_path):
     # On the CPU float16 operands are converted once into float32 copies for the float32
     # kernel (converted where they are multiplied, they took two micro-ops each on the
     # FMA ports), its result rounded once: the parity of a float16 kernel, a float16 bias
-    # added in float32 before leaky_relu; ragged, b transposed.
-    a = torch.randn(67, 131).half()
-    b = torch.randn(45, 131).half().t()
-    bias = torch.randn(45).half()
+    # added in float32 before leaky_relu; ragged, b transposed. The larger a (over 256 KB
+    # as float32) runs in bands of rows, one per thread.
+    a = torch.randn(m, k).half()
+    b = torch.randn(n, k).half().t()
+    bias = torch.randn(n).half()
     want = a.float() @ b.float() + bias.float()
     if op == "matmul_leaky_relu":
         want = torch.nn.functional.leaky_relu(want, 0.01)
