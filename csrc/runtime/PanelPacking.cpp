@@ -82,6 +82,8 @@ void packStrided(const Element *from, int64_t rowStride, int64_t colStride,
         for (int64_t r = band; r < last; ++r)
           panel[r * width + j] = column[r * rowStride];
       }
+      for (int64_t r = band; r < last; ++r)
+        std::fill(panel + r * width + columns, panel + (r + 1) * width, Element(0));
     }
   }
 }
@@ -243,6 +245,8 @@ void tile::runtime::packPanels(const void *source, int64_t rowStride, int64_t co
           char *out = to + (p * rows + row) * runBytes;
           copyRuns(in, fromStride, out, runBytes, count,
                    columns == width ? runBytes : columns * eb);
+          for (int64_t r = 0; columns < width && r < count; ++r)
+            std::memset(out + r * runBytes + columns * eb, 0, size_t((width - columns) * eb));
         }
       }
   });

@@ -14,8 +14,8 @@ namespace tile::runtime {
 
 /// A rows x cols matrix as panels of `width` columns: panel p
 /// holds columns [p * width, (p + 1) * width) of every row, row r at element
-/// (p * rows + r) * width. The last panel's columns past `cols` are left unwritten (the
-/// kernel masks them).
+/// (p * rows + r) * width. The last panel's columns past `cols` are zeros: the kernel
+/// reads a panel at N's edge as a whole one (its store alone masks those columns).
 ///
 /// With `group` g > 1, g consecutive rows of a column lie side by side, the operand
 /// layout of x86's dot-product instructions (vdpbf16ps: pairs of bf16; vpdpbusd: quads

@@ -33,7 +33,8 @@ const ParallelFor twoTasks = [](int64_t begin, int64_t end, int64_t,
 
 template <typename Element>
 void expectPanelsOf(int64_t rowStride, int64_t colStride, const char *layoutName) {
-  // 37 x 70 in panels of 32 columns: two whole panels and one of 6 columns.
+  // 37 x 70 in panels of 32 columns: two whole panels and one of 6 columns, written
+  // whole (zeros past the matrix's columns: the kernel reads it as a full panel).
   const int64_t rows = 37, cols = 70, width = 32;
   int64_t span = (rows - 1) * rowStride + (cols - 1) * colStride + 1;
   std::vector<Element> source(size_t(span), Element(0));
@@ -51,7 +52,7 @@ void expectPanelsOf(int64_t rowStride, int64_t colStride, const char *layoutName
       for (int64_t jj = 0; jj < width; ++jj) {
         int64_t j = p * width + jj;
         Element got = panels[size_t((p * rows + r) * width + jj)];
-        Element want = j < cols ? source[size_t(r * rowStride + j * colStride)] : kUntouched;
+        Element want = j < cols ? source[size_t(r * rowStride + j * colStride)] : Element(0);
         ASSERT_EQ(got, want) << layoutName << " panel " << p << " row " << r << " column " << jj
                              << " (" << sizeof(Element) << "-byte elements)";
       }
