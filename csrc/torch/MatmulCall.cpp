@@ -273,9 +273,10 @@ bool tile::binding::packsBIntoPanels(int64_t m, int64_t n, int64_t k, int64_t el
   //   152 against 132, 512^3 159 against 155, 256x4096x64 134 against 116; at 256^3 (1 KB
   //   apart) 165 against 170.
   // - f32 rows of b that are not whole cache lines apart (N not a multiple of 16) make
-  //   every vector load of a row of b straddle two lines: panels ran 500^3 at 0.77x of
-  //   MKL against 0.59x (2 threads, Xeon); below 256 KB of b the copy did not repay it
-  //   (100^3 0.40x against 0.48x).
+  //   every vector load of a row of b straddle two lines, and its block column at N's
+  //   edge takes the masked edge path; panels (written whole) take neither: against MKL
+  //   (2 threads, Xeon) 500^3 0.59 -> 1.00x, 200^3 0.46 -> 0.82x, 100^3 0.48 -> 0.56x,
+  //   72^3 0.34 -> 0.63x.
   // The copy moves K*N elements against M*N*K multiply-adds: too few rows of a (M < 64)
   // do not repay it.
   constexpr int64_t kRowsWorthPanels = 64, kPastTheL2 = int64_t(4) << 20;
@@ -284,10 +285,10 @@ bool tile::binding::packsBIntoPanels(int64_t m, int64_t n, int64_t k, int64_t el
   int64_t bytes = k * n * elementBytes;
   if (m < kRowsWorthPanels)
     return false;
-  constexpr int64_t kCacheLine = 64, kUnalignedRowsWorthPanels = int64_t(256) << 10;
+  constexpr int64_t kCacheLine = 64;
   bool f32 = elementBytes == 4;
   return bytes >= kPastTheL2 || (f32 && n * elementBytes >= kConflictingPitch) ||
-         (f32 && n * elementBytes % kCacheLine != 0 && bytes >= kUnalignedRowsWorthPanels) ||
+         (f32 && n * elementBytes % kCacheLine != 0) ||
          (elementBytes == 1 && m >= kInt8Rows && bytes >= kInt8Bytes);
 }
 
