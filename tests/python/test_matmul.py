@@ -417,29 +417,20 @@ def test_float16_runs_on_the_float32_kernel(op, out_dtype, m, k, n, tmp_path):
     assert specs and all("[f32,f32" in spec for spec in specs), specs
 
 
-def test_small_b_is_read_in_place(tmp_path):
-    # Below the L2's size, with rows close together and whole cache lines apart, b is
-    # read through its strides: a copy would not repay itself.
+@pytest.mark.parametrize("n, packed", [(256, False), (257, True)])
+def test_small_b_is_read_in_place_where_its_rows_are_whole_cache_lines(n, packed, tmp_path):
+    # Below the L2's size, with rows close together and whole cache lines apart (256 f32
+    # columns), b is read through its strides: a copy would not repay itself. At 257
+    # columns each vector load of a row of b would straddle two cache lines and the block
+    # column at N's edge would take the masked path; panels, written whole (zeros past
+    # N), take neither. Parity at the edge column either way.
     pair = PAIRS[0].values[0]
-    a, b = random_inputs((67, 256, 255), pair.inputs)
+    a, b = random_inputs((67, n, 255), pair.inputs)
     with torch_tile.config.patch(dump_dir=tmp_path):
         torch_tile.runtime.clear_cache()
         check("matmul", a, b, pair)
     specs = specs_compiled(tmp_path)
-    assert specs and not any("packed_b" in spec for spec in specs), specs
-
-
-def test_f32_rows_of_b_off_whole_cache_lines_are_packed(tmp_path):
-    # 257 f32 columns: each vector load of a row of b would straddle two cache lines, and
-    # the block column at N's edge would take the masked path; panels, written whole
-    # (zeros past N), take neither. Parity at the edge column.
-    pair = PAIRS[0].values[0]
-    a, b = random_inputs((67, 257, 255), pair.inputs)
-    with torch_tile.config.patch(dump_dir=tmp_path):
-        torch_tile.runtime.clear_cache()
-        check("matmul", a, b, pair)
-    specs = specs_compiled(tmp_path)
-    assert specs and all("packed_b=1" in spec for spec in specs), specs
+    assert specs and all(("packed_b=1" in spec) == packed for spec in specs), specs
 
 
 def test_clear_cache_returns_the_kernels_memory():
