@@ -152,8 +152,11 @@ std::map<std::string, int64_t> withMatrixTiles(std::map<std::string, int64_t> co
   // read half as much from L2 per multiply as 32 x 32 ones: on a 2-core AMX Xeon, bf16
   // 1024^3 went from 1.05-1.13 to 1.3-1.4x of oneDNN, 2048^3 from 0.84 to 0.93-0.98x,
   // 4096^3 from 0.84 to 0.88-0.92x. Their accumulator and epilogue are four times larger
-  // (a first call of 140 ms where 32 x 32 takes 80), so smaller problems keep 32 x 32.
-  constexpr int64_t kLargeBlocksFrom = 1024;
+  // (a first call of 115-140 ms where 32 x 32 takes 70-80), so smaller problems keep
+  // 32 x 32. From 768 rows and columns they win there too (against torch: int8 768^3 0.76
+  // -> 0.92x, 1000^3 0.58 -> 0.77x, 1024x960x1024 0.81 -> 1.18x; bf16 1000^3 1.12 ->
+  // 1.36x); at 512^3 int8 lost (0.90 -> 0.78x: 64 programs on 2 threads).
+  constexpr int64_t kLargeBlocksFrom = 768;
   int64_t blockM = m >= kLargeBlocksFrom && n >= kLargeBlocksFrom ? 64 : 32;
   config["BLOCK_M"] = blockM;
   config["BLOCK_N"] = blockM;
