@@ -82,8 +82,6 @@ void packStrided(const Element *from, int64_t rowStride, int64_t colStride,
         for (int64_t r = band; r < last; ++r)
           panel[r * width + j] = column[r * rowStride];
       }
-      for (int64_t r = band; r < last; ++r)
-        std::fill(panel + r * width + columns, panel + (r + 1) * width, Element(0));
     }
   }
 }
@@ -165,6 +163,18 @@ void packGrouped(const Element *from, int64_t rowStride, int64_t colStride,
   }
 }
 
+/// The last panel's columns past the matrix's as zeros (panels of single rows; grouped
+/// ones are written whole as they are interleaved), whichever way the others were copied.
+void zeroPastTheColumns(const tile::runtime::PanelLayout &layout, char *panels) {
+  int64_t eb = layout.elementBytes, width = layout.width, last = layout.panels() - 1;
+  int64_t columns = layout.cols - last * width;
+  if (last < 0 || columns >= width)
+    return;
+  char *panel = panels + last * layout.panelStride() * eb;
+  for (int64_t r = 0; r < layout.rows; ++r)
+    std::memset(panel + (r * width + columns) * eb, 0, size_t((width - columns) * eb));
+}
+
 } // namespace
 
 void *tile::runtime::threadScratch(ScratchUse use, int64_t bytes) {
@@ -229,6 +239,7 @@ void tile::runtime::packPanels(const void *source, int64_t rowStride, int64_t co
                            reinterpret_cast<uint64_t *>(to), first, last);
       }
     });
+    zeroPastTheColumns(layout, to);
     return;
   }
   int64_t runBytes = width * eb, fromStride = rowStride * eb;
@@ -245,9 +256,8 @@ void tile::runtime::packPanels(const void *source, int64_t rowStride, int64_t co
           char *out = to + (p * rows + row) * runBytes;
           copyRuns(in, fromStride, out, runBytes, count,
                    columns == width ? runBytes : columns * eb);
-          for (int64_t r = 0; columns < width && r < count; ++r)
-            std::memset(out + r * runBytes + columns * eb, 0, size_t((width - columns) * eb));
         }
       }
   });
+  zeroPastTheColumns(layout, to);
 }

@@ -70,6 +70,12 @@ std::optional<StridedBlock> stridedBlockOf(Value operand) {
   return block;
 }
 
+/// Whether the block's masked-off lanes read as zeros (integer, or float of either sign).
+bool masksToZeros(const StridedBlock &block) {
+  return !block.other || matchPattern(block.other, m_Zero()) ||
+         matchPattern(block.other, m_AnyZeroFloat());
+}
+
 bool readsOperandsFromMemory(DotOp dot) {
   return stridedBlockOf(dot.getA()) && stridedBlockOf(dot.getB());
 }
@@ -511,11 +517,6 @@ Value equals(OpBuilder &b, Location loc, Value x, int64_t y) {
   return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x, i64Constant(b, loc, y));
 }
 
-/// Whether `value` is a constant zero (integer, or float of either sign).
-bool isZero(Value value) {
-  return matchPattern(value, m_Zero()) || matchPattern(value, m_AnyZeroFloat());
-}
-
 /// The accumulator's rows, which the microkernels carry one vector each.
 SmallVector<Value> accumulatorRows(OpBuilder &b, Location loc, Value acc) {
   SmallVector<Value> rows;
@@ -564,8 +565,7 @@ struct DotLowering : OpConversionPattern<DotOp> {
                << " k: vdpbf16ps (AVX512-BF16) takes bf16 pairs, vpdpbusd (AVX512-VNNI) int8 quads";
       if (n % kDotLanes != 0)
         return op.emitOpError("b_k_group needs N a multiple of ") << kDotLanes << ", got " << n;
-      if (TypedAttr other = stridedBlockOf(op.getA())->other;
-          other && !matchPattern(other, m_Zero()) && !matchPattern(other, m_AnyZeroFloat()))
+      if (!masksToZeros(*stridedBlockOf(op.getA())))
         return op.emitOpError(
             "b_k_group reads a's masked-off lanes as zero; its load gives them another value");
     }
@@ -585,7 +585,8 @@ struct DotLowering : OpConversionPattern<DotOp> {
     // that BLOCK_K does not divide had taken the masked path, a third of the work at
     // K = 384 with BLOCK_K = 256), and blocks at the row and column edges take it too
     // (BlockEdges).
-    bool zeroOthers = !grouped && isZero(a.other) && isZero(b.other);
+    bool zeroOthers = !grouped && masksToZeros(*stridedBlockOf(op.getA())) &&
+                      masksToZeros(*stridedBlockOf(op.getB()));
     Value unitB = eq(b.colStride, 1);
     Value whole = arith::AndIOp::create(rewriter, loc, eq(a.validRows, m), eq(b.validCols, n));
     Value full = arith::AndIOp::create(rewriter, loc, unitB, whole);
