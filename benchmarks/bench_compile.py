@@ -6,11 +6,11 @@ For each op, in fresh processes:
 and in this process, after warm-up, the host's time per call on small inputs (16
 elements, 64x64 matrices): batches of back-to-back calls with no synchronization inside a
 batch, so that on a GPU it is the cost of issuing a call (binding, dispatcher, launch), not
-the kernel, against the matching torch op on the same inputs. tile and torch are timed
-batch by batch, interleaved. torch's op is also timed as a custom op is called, through
-torch.ops (torch.ops.aten.add.Tensor for torch.add): that calling convention parses its
-arguments against the schema in Python's binding, which torch.add's generated binding does
-not, so the last column is the like-for-like cost of tile's own path. On a GPU, the
+the kernel, against the matching torch op on the same inputs, timed batch by batch,
+interleaved. Each side is called both ways: tile's op as torch_tile.vector_add (a C
+function that parses its arguments and calls the dispatcher, as torch.add's generated
+binding does) and as torch.ops.tile.vector_add (a Python frame and a boxed call), torch's
+as torch.add and as torch.ops.aten.add.Tensor. The ratios pair like with like. On a GPU, the
 first calls of a 2048^3 fp16 matmul are timed too (its default kernel is the largest of
 a mid-sized problem).
 
@@ -70,21 +70,24 @@ def first_call(op, device, cache_dir, size=None, dtype="float32"):
 
 
 def steady_call(op, device):
-    """Seconds per call on tiny inputs of tile's op, of torch's, and of torch's called
+    """Seconds per call on tiny inputs of tile's op and torch's, each called directly and
     through torch.ops, timed interleaved."""
     aten = torch.ops.aten
     if op == "vector_add":
         a, b = torch.randn(16, device=device), torch.randn(16, device=device)
-        calls = {"tile": lambda: torch.ops.tile.vector_add(a, b), "torch": lambda: torch.add(a, b),
+        calls = {"tile": lambda: torch_tile.vector_add(a, b), "torch": lambda: torch.add(a, b),
+                 "tile_ops": lambda: torch.ops.tile.vector_add(a, b),
                  "torch_ops": lambda: aten.add.Tensor(a, b)}
     else:
         a, b = torch.randn(64, 64, device=device), torch.randn(64, 64, device=device)
         if op == "matmul":
-            calls = {"tile": lambda: torch.ops.tile.matmul(a, b), "torch": lambda: torch.matmul(a, b),
+            calls = {"tile": lambda: torch_tile.matmul(a, b), "torch": lambda: torch.matmul(a, b),
+                     "tile_ops": lambda: torch.ops.tile.matmul(a, b),
                      "torch_ops": lambda: aten.mm.default(a, b)}
         else:
-            calls = {"tile": lambda: torch.ops.tile.matmul_leaky_relu(a, b, 0.01),
+            calls = {"tile": lambda: torch_tile.matmul_leaky_relu(a, b, 0.01),
                      "torch": lambda: torch.nn.functional.leaky_relu(torch.matmul(a, b), 0.01),
+                     "tile_ops": lambda: torch.ops.tile.matmul_leaky_relu(a, b, 0.01),
                      "torch_ops": lambda: aten.leaky_relu.default(aten.mm.default(a, b), 0.01)}
     samples = interleaved_seconds(calls, torch.device(device), budget_s=1.5, min_rounds=25,
                                   host_only=True)
@@ -99,8 +102,8 @@ def main():
 
     rows = []
     print(f"{'op':<18} {'cold first call':>16} {'warm-disk first':>16} "
-          f"{'tile per call':>14} {'torch per call':>15} {'time ratio':>10} "
-          f"{'torch.ops per call':>18} {'ratio':>6}")
+          f"{'tile per call':>14} {'torch per call':>15} {'ratio':>6} "
+          f"{'tile.ops per call':>18} {'aten.ops per call':>18} {'ratio':>6}")
     def first_calls(op, size=None, dtype="float32"):
         """Median cold and warm-disk first calls, in seconds."""
         cold, warm = [], []
@@ -115,15 +118,15 @@ def main():
     for op in OPS:
         cold, warm = first_calls(op)
         per_call = steady_call(op, args.device)
-        tile_s, torch_s, torch_ops_s = per_call["tile"], per_call["torch"], per_call["torch_ops"]
         row = {"op": op, "cold_first_call_ms": cold * 1e3, "warm_disk_first_call_ms": warm * 1e3,
-               "tile_per_call_us": tile_s * 1e6, "torch_per_call_us": torch_s * 1e6,
-               "torch_ops_per_call_us": torch_ops_s * 1e6}
+               "tile_per_call_us": per_call["tile"] * 1e6, "torch_per_call_us": per_call["torch"] * 1e6,
+               "tile_ops_per_call_us": per_call["tile_ops"] * 1e6,
+               "torch_ops_per_call_us": per_call["torch_ops"] * 1e6}
         rows.append(row)
         print(f"{op:<18} {row['cold_first_call_ms']:>13.1f} ms {row['warm_disk_first_call_ms']:>13.1f} ms "
               f"{row['tile_per_call_us']:>11.1f} us {row['torch_per_call_us']:>12.1f} us "
-              f"{tile_s / torch_s:>9.2f}x {row['torch_ops_per_call_us']:>15.1f} us "
-              f"{tile_s / torch_ops_s:>5.2f}x")
+              f"{per_call['tile'] / per_call['torch']:>5.2f}x {row['tile_ops_per_call_us']:>15.1f} us "
+              f"{row['torch_ops_per_call_us']:>15.1f} us {per_call['tile_ops'] / per_call['torch_ops']:>5.2f}x")
     for op, size, dtype in FIRST_CALL_ONLY.get(args.device, []):
         cold, warm = first_calls(op, size, dtype)
         row = {"op": f"{op} {size}^3 {dtype}", "cold_first_call_ms": cold * 1e3,
@@ -131,8 +134,8 @@ def main():
         rows.append(row)
         print(f"{row['op']:<18} {row['cold_first_call_ms']:>13.1f} ms {row['warm_disk_first_call_ms']:>13.1f} ms")
     print("cold/warm: median of fresh processes; per call: host time, median of interleaved batches;")
-    print("time ratio = tile time / torch time per call (above 1: tile has more overhead);")
-    print("ratio = tile time / torch's op called through torch.ops, as tile's is.")
+    print("per call: torch_tile.<op> against torch.add / torch.matmul (first ratio), and")
+    print("torch.ops.tile.<op> against torch.ops.aten.<op> (second); above 1: tile costs more.")
 
     def plot(axis):
         xs = range(len(rows))

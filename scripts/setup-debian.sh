@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  cmake ninja-build ccache g++ git
+  cmake ninja-build ccache g++ git python3-dev
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools lld-22 liblld-22-dev
   libgtest-dev libamdhip64-dev rocm-device-libs
 )

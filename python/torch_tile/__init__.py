@@ -1,7 +1,9 @@
 """torch-tile: custom ops whose kernels are compiled on first call by a built-in tile compiler.
 
 ``import torch_tile`` registers ``torch.ops.tile.vector_add``, ``torch.ops.tile.matmul`` and
-``torch.ops.tile.matmul_leaky_relu``.
+``torch.ops.tile.matmul_leaky_relu``, and the same ops as ``torch_tile.vector_add``,
+``torch_tile.matmul`` and ``torch_tile.matmul_leaky_relu``: functions that call them the way
+``torch.add`` calls aten's, at torch's own cost per call.
 """
 
 import sys
@@ -37,11 +39,14 @@ def _load_ops_library() -> bool:
 NATIVE_LIBRARY_LOADED = _load_ops_library()
 
 if NATIVE_LIBRARY_LOADED:
-    from . import config, inductor, ops, runtime  # noqa: E402,F401  (need the library loaded)
+    from . import config, direct_calls, inductor, ops, runtime  # noqa: E402,F401  (need the library loaded)
 
     inductor.install_from_environment()
+    _direct = direct_calls.functions(_LIB_DIR)
+    vector_add, matmul, matmul_leaky_relu = (_direct[name] for name in direct_calls.THROUGH_TORCH_OPS)
 
-__all__ = ["config", "inductor", "runtime", "library_path", "__version__"]
+__all__ = ["config", "inductor", "runtime", "library_path", "vector_add", "matmul", "matmul_leaky_relu",
+           "__version__"]
 
 
 def library_path() -> str:

@@ -32,4 +32,18 @@ g++ -O2 -std=c++17 -shared -fPIC -fopenmp -D_GLIBCXX_USE_CXX11_ABI="$abi" "${def
   -L"$lib" -ltorch_tile_core -L"$torch_dir/lib" -ltorch -ltorch_cpu -lc10 "${gpu_libs[@]}" \
   -Wl,-rpath,'$ORIGIN' -Wl,-rpath,"$torch_dir/lib" \
   -o "$lib/libtorch_tile_ops.so"
+
+# torch_tile._C (the ops as C functions of Python, csrc/python) where Python's headers are
+# here; without it torch_tile.<op> calls torch.ops.tile.<op> from Python.
+py_include=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
+py_suffix=$(python3 -c 'import importlib.machinery as m; print(m.EXTENSION_SUFFIXES[0])')
+if [ -f "$py_include/Python.h" ]; then
+  g++ -O2 -std=c++17 -shared -fPIC -D_GLIBCXX_USE_CXX11_ABI="$abi" "${defines[@]}" \
+    -I"$torch_dir/include" -I"$torch_dir/include/torch/csrc/api/include" -I"$py_include" \
+    csrc/python/DirectCalls.cpp \
+    -L"$torch_dir/lib" -ltorch_python -ltorch -ltorch_cpu -lc10 -Wl,-rpath,"$torch_dir/lib" \
+    -o "$lib/_C$py_suffix"
+else
+  echo "build_torch_binding: no $py_include/Python.h; torch_tile.<op> will call torch.ops" >&2
+fi
 echo "export LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
