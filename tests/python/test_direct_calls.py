@@ -147,3 +147,16 @@ def test_dynamo_traces_the_ops_whichever_is_imported_first(dynamo_first):
     """)
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0 and result.stdout.strip().endswith("ok"), result.stderr[-3000:]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+def test_gpu_calls_match_torch():
+    a, b = torch.randn(4097, device="cuda"), torch.randn(4097, device="cuda")
+    torch.testing.assert_close(torch_tile.vector_add(a, b), a + b, rtol=0, atol=0)
+    x, w = (torch.randn(200, 96, device="cuda", dtype=torch.float16),
+            torch.randn(96, 136, device="cuda", dtype=torch.float16))
+    bias = torch.randn(136, device="cuda", dtype=torch.float16)
+    expected = F.leaky_relu(x.float() @ w.float() + bias.float(), 0.1)
+    torch.testing.assert_close(torch_tile.matmul_leaky_relu(x, w, 0.1, out_dtype=torch.float32, bias=bias),
+                               expected, rtol=2e-3, atol=2e-3)
+    torch.testing.assert_close(torch_tile.matmul(x, w).float(), x.float() @ w.float(), rtol=4e-3, atol=4e-3)
