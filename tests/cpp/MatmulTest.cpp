@@ -206,6 +206,10 @@ TEST_P(GroupedDots, TakeTileRegistersWhereTheCpuHasAmx) {
     // become a call to memset).
     if (tiles)
       EXPECT_EQ(assembly.find("\tcall"), std::string::npos) << target.features;
+    // The first k step's accumulator tiles are read from a constant row of zeros, not
+    // from zeros just stored over the accumulator's buffer (a tile load waits for tile
+    // stores to its lines to complete).
+    EXPECT_EQ(assembly.find("tile_zero_row(%rip)") != std::string::npos, tiles) << target.features;
   }
 }
 
