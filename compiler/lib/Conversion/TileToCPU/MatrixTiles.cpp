@@ -491,7 +491,8 @@ bool readZerosAtFirstVisits(scf::ForOp loop, Value buffer, Operation *kernel) {
   };
   SmallVector<LLVM::CallIntrinsicOp> loads;
   loop.getBody()->walk([&](LLVM::CallIntrinsicOp call) {
-    if (call->hasAttr(kAccumulatorTileLoadAttr) && bufferOf(call->getOperand(2)) == bufferOf(buffer))
+    if (call->hasAttr(kAccumulatorTileLoadAttr) &&
+        bufferOf(call->getOperand(2)) == bufferOf(buffer))
       loads.push_back(call);
   });
   bool everyIteration = !loads.empty();
@@ -502,8 +503,9 @@ bool readZerosAtFirstVisits(scf::ForOp loop, Value buffer, Operation *kernel) {
     for (Operation *parent = load->getParentOp();; parent = parent->getParentOp()) {
       everyIteration &= isa<scf::ForOp>(parent);
       if (auto enclosing = dyn_cast<scf::ForOp>(parent)) {
-        Value atStart = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                              enclosing.getInductionVar(), enclosing.getLowerBound());
+        Value atStart =
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, enclosing.getInductionVar(),
+                                  enclosing.getLowerBound());
         first = first ? arith::AndIOp::create(b, loc, first, atStart) : atStart;
       }
       if (parent == loop.getOperation())
@@ -511,10 +513,10 @@ bool readZerosAtFirstVisits(scf::ForOp loop, Value buffer, Operation *kernel) {
     }
     // tileloadd64's operands: rows, row bytes, address, stride.
     load->removeAttr(kAccumulatorTileLoadAttr);
-    load->setOperand(2, LLVM::SelectOp::create(b, loc, first, zeroRow(b, loc, kernel),
-                                               load->getOperand(2)));
-    load->setOperand(3, arith::SelectOp::create(b, loc, first, i64Value(b, loc, 0),
-                                                load->getOperand(3)));
+    load->setOperand(
+        2, LLVM::SelectOp::create(b, loc, first, zeroRow(b, loc, kernel), load->getOperand(2)));
+    load->setOperand(
+        3, arith::SelectOp::create(b, loc, first, i64Value(b, loc, 0), load->getOperand(3)));
   }
   return everyIteration;
 }
@@ -556,10 +558,11 @@ void mlir::tile::cpu::keepAccumulatorsInTileBuffers(Operation *kernel) {
               {i16Constant(b, loc, kTileRows), i16Constant(b, loc, kTileRowBytes)});
           for (int64_t row = 0; row < int64_t(stores.size()); row += kTileRows)
             for (int64_t column = 0; column < *rowBytes; column += kTileRowBytes)
-              storeTile(b, loc,
-                        LLVM::GEPOp::create(b, loc, corner.getType(), b.getI8Type(), corner,
-                                            ArrayRef<LLVM::GEPArg>{int32_t(row * *rowBytes + column)}),
-                        i64Value(b, loc, *rowBytes), zeros);
+              storeTile(
+                  b, loc,
+                  LLVM::GEPOp::create(b, loc, corner.getType(), b.getI8Type(), corner,
+                                      ArrayRef<LLVM::GEPArg>{int32_t(row * *rowBytes + column)}),
+                  i64Value(b, loc, *rowBytes), zeros);
         };
         if (readZerosAtFirstVisits(loop, corner, kernel)) {
           Value noIteration = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge,
