@@ -43,8 +43,8 @@ struct PanelLayout {
 void packPanels(const void *source, int64_t rowStride, int64_t colStride, const PanelLayout &layout,
                 void *panels, const ParallelFor &parallelFor = serialFor);
 
-/// What a thread's scratch buffer holds during a call: b's panels, or the float32 copies
-/// of a float16 call's a and b.
+/// What a thread's scratch buffer holds during a call: b's panels, or the converted copies
+/// (float32, or bfloat16 terms) of a float16 call's a and b.
 enum class ScratchUse { Panels, FloatA, FloatB };
 
 /// A buffer of at least `bytes` for the calling thread's `use`, valid until its next call

@@ -335,9 +335,12 @@ def test_host_matrix_units_follow_the_cpu():
 def expected_panel_group(dtype, layout):
     """packed_b's value: the k per group of b's panels, where the host's dot-product
     instruction reads them so (vdpbf16ps: bf16 pairs, vpdpbusd: int8 quads) and a's k is
-    unit-stride; 1 otherwise."""
+    unit-stride; 1 otherwise. A float16 call of PANEL_SHAPES' size multiplies bfloat16
+    terms of a and b (a's rows contiguous) where the host's tiles take bfloat16."""
     a_unit_k = layout != "column_steps"
     flags = cpu_flags()
+    if dtype == torch.float16 and "amx_bf16" in flags:
+        return 2
     if a_unit_k and dtype == torch.bfloat16 and "avx512_bf16" in flags:
         return 2
     if a_unit_k and dtype == torch.int8 and "avx512_vnni" in flags:
@@ -415,6 +418,51 @@ def test_float16_runs_on_the_float32_kernel(op, out_dtype, m, k, n, tmp_path):
                                rtol=2e-3 if out_dtype is None else 1e-5, atol=1e-3)
     specs = specs_compiled(tmp_path)
     assert specs and all("[f32,f32" in spec for spec in specs), specs
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("out_dtype", [None, torch.float32])
+@pytest.mark.parametrize("m, k, n", [(330, 203, 517), (1100, 60, 600), (96, 4100, 160)])
+def test_float16_takes_bfloat16_tiles_where_the_host_has_them(op, out_dtype, m, k, n, tmp_path):
+    # Larger float16 calls, where the host's tiles take bfloat16 (AMX-BF16), are split
+    # into bfloat16 terms (hi + lo, exact) multiplied on the tiles into float32: three
+    # products per pair (four where K is short: 60), a K past 2048 in chunks whose sums are
+    # added, the bias and leaky_relu after them (4100). Parity as a float32 accumulation;
+    # elsewhere the float32 kernel. b transposed, bias in float16.
+    a = torch.randn(m, k).half()
+    b = torch.randn(n, k).half().t()
+    bias = torch.randn(n).half()
+    want = a.double() @ b.double() + bias.double()
+    if op == "matmul_leaky_relu":
+        want = torch.nn.functional.leaky_relu(want, 0.01)
+    with torch_tile.config.patch(dump_dir=tmp_path):
+        torch_tile.runtime.clear_cache()
+        got = getattr(torch.ops.tile, op)(a, b, out_dtype=out_dtype, bias=bias)
+    assert got.dtype == (out_dtype or torch.float16)
+    magnitude = a.double().abs() @ b.double().abs() + bias.double().abs()
+    bound = (k + 2) * 2.0**-23 * magnitude
+    if out_dtype is None:
+        bound += 2.0**-10 * want.abs() + 2.0**-24
+    outside = (got.double() - want).abs() > bound
+    assert not outside.any(), f"{outside.sum().item()} elements outside the float32-accumulation bound"
+    tiles = "AMX-BF16" in torch_tile.runtime.host_matrix_units()
+    specs = specs_compiled(tmp_path)
+    assert specs and all(("[bf16,f32" in spec) == tiles and ("[f32,f32" in spec) != tiles
+                         for spec in specs), specs
+
+
+def test_float16_with_an_infinity_keeps_torchs_infinities():
+    # An infinity's bfloat16 terms would make inf * 0 = NaN: such calls take the float32
+    # kernel, whose products are torch's.
+    a = torch.randn(512, 512).half()
+    b = torch.randn(512, 512).half()
+    a[3, 4] = float("inf")
+    b[7, 9] = float("-inf")
+    got = torch.ops.tile.matmul(a, b, out_dtype=torch.float32)
+    want = a.float() @ b.float()
+    assert torch.equal(got.isinf(), want.isinf()) and torch.equal(got.isnan(), want.isnan())
+    finite = want.isfinite()
+    torch.testing.assert_close(got[finite], want[finite], rtol=1e-5, atol=1e-3)
 
 
 @pytest.mark.parametrize("n, packed", [(256, False), (257, True)])

@@ -1,0 +1,123 @@
+// float16 matrices split into bfloat16 terms for the matrix tiles (runtime/HalfSplit.h).
+#include "runtime/HalfSplit.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+using namespace tile;
+
+namespace {
+
+float halfToFloat(uint16_t h) {
+  // Through the host's conversion, independent of the one under test.
+  return static_cast<float>(*reinterpret_cast<const _Float16 *>(&h));
+}
+
+float bfloat16ToFloat(uint16_t h) {
+  uint32_t bits = uint32_t(h) << 16;
+  float value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
+bool finiteHalf(uint16_t h) { return (h & 0x7c00u) != 0x7c00u; }
+
+TEST(HalfSplit, EveryFiniteHalfIsItsTwoTermsExactly) {
+  // All 63,488 finite float16 values, in a row long enough for the 16-lane path and a
+  // tail: hi is x rounded to bfloat16 and hi + lo == x exactly, with |lo| <= 2^-8 |x|.
+  std::vector<uint16_t> values;
+  for (uint32_t bits = 0; bits < 0x10000u; ++bits)
+    if (finiteHalf(uint16_t(bits)))
+      values.push_back(uint16_t(bits));
+  values.push_back(0x3c00); // a tail of one past a multiple of 16
+  int64_t cols = int64_t(values.size());
+  std::vector<uint16_t> out(2 * cols);
+  runtime::HalfSplitPlacement placement{out.data(), 2 * cols, {0}, {cols}};
+  ASSERT_TRUE(runtime::splitHalves(values.data(), 1, cols, cols, 1, placement));
+  for (int64_t j = 0; j < cols; ++j) {
+    float x = halfToFloat(values[j]), hi = bfloat16ToFloat(out[j]),
+          lo = bfloat16ToFloat(out[cols + j]);
+    ASSERT_EQ(hi + lo, x) << "half bits " << values[j];
+    ASSERT_LE(std::fabs(lo), std::ldexp(std::fabs(x), -8)) << "half bits " << values[j];
+  }
+}
+
+TEST(HalfSplit, StridedColumnsSplitAsContiguousOnes) {
+  // A transposed source (column stride != 1) takes the element-by-element path: the same
+  // terms as its contiguous copy.
+  const int64_t rows = 5, cols = 37;
+  std::vector<uint16_t> source(rows * cols), transposed(rows * cols);
+  for (int64_t i = 0; i < rows * cols; ++i)
+    source[i] = uint16_t((i * 2654435761u) & 0x7bffu); // finite, both signs' magnitudes
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      transposed[c * rows + r] = source[r * cols + c];
+  std::vector<uint16_t> a(2 * rows * cols), b(2 * rows * cols);
+  ASSERT_TRUE(runtime::splitHalves(source.data(), rows, cols, cols, 1,
+                                   runtime::HalfSplitPlacement{a.data(), 2 * cols, {0}, {cols}}));
+  ASSERT_TRUE(runtime::splitHalves(transposed.data(), rows, cols, 1, rows,
+                                   runtime::HalfSplitPlacement{b.data(), 2 * cols, {0}, {cols}}));
+  EXPECT_EQ(a, b);
+}
+
+TEST(HalfSplit, TermsLandWhereTheDotTakesThem) {
+  // a (m x k) as [ah | al | ah] and b (k x n) as [bh ; bh ; bl]: the bfloat16 dot over
+  // 3k is ah.bh + al.bh + ah.bl; with four terms al.bl too.
+  const int64_t m = 2, k = 3, n = 2;
+  std::vector<uint16_t> a = {0x3c01, 0x3555, 0xb800, 0x4248, 0x0001, 0x7bff};
+  for (int64_t terms : {3, 4}) {
+    std::vector<uint16_t> out(m * terms * k, 0xffff);
+    ASSERT_TRUE(
+        runtime::splitHalves(a.data(), m, k, k, 1, runtime::placeRowsOfA(out.data(), m, k, terms)));
+    std::vector<uint16_t> split(2 * m * k);
+    runtime::splitHalves(a.data(), m, k, k, 1,
+                         runtime::HalfSplitPlacement{split.data(), 2 * k, {0}, {k}});
+    for (int64_t r = 0; r < m; ++r)
+      for (int64_t c = 0; c < k; ++c) {
+        uint16_t hi = split[r * 2 * k + c], lo = split[r * 2 * k + k + c];
+        const uint16_t *row = out.data() + r * terms * k;
+        EXPECT_EQ(row[c], hi);
+        EXPECT_EQ(row[k + c], lo);
+        EXPECT_EQ(row[2 * k + c], hi);
+        if (terms == 4)
+          EXPECT_EQ(row[3 * k + c], lo);
+      }
+    std::vector<uint16_t> bOut(terms * k * n, 0xffff);
+    ASSERT_TRUE(runtime::splitHalves(a.data(), k, n, n, 1,
+                                     runtime::placeRowsOfB(bOut.data(), k, n, terms)));
+    for (int64_t r = 0; r < k; ++r)
+      for (int64_t c = 0; c < n; ++c) {
+        std::vector<uint16_t> one(2);
+        runtime::splitHalves(a.data() + r * n + c, 1, 1, 1, 1,
+                             runtime::HalfSplitPlacement{one.data(), 2, {0}, {1}});
+        EXPECT_EQ(bOut[r * n + c], one[0]);
+        EXPECT_EQ(bOut[(k + r) * n + c], one[0]);
+        EXPECT_EQ(bOut[(2 * k + r) * n + c], one[1]);
+        if (terms == 4)
+          EXPECT_EQ(bOut[(3 * k + r) * n + c], one[1]);
+      }
+  }
+  EXPECT_EQ(runtime::halfSplitTerms(127), 4);
+  EXPECT_EQ(runtime::halfSplitTerms(128), 3);
+}
+
+TEST(HalfSplit, InfinitiesAndNaNsAreRefused) {
+  // inf splits into inf and NaN (or 0): inf * 0 terms would turn an infinite product into
+  // NaN, so the caller takes another path.
+  for (uint16_t bad : {uint16_t(0x7c00), uint16_t(0xfc00), uint16_t(0x7e00)})
+    for (int64_t at : {0, 5, 16, 20}) {
+      std::vector<uint16_t> row(21, 0x3c00), out(42);
+      row[at] = bad;
+      EXPECT_FALSE(runtime::splitHalves(row.data(), 1, 21, 21, 1,
+                                        runtime::HalfSplitPlacement{out.data(), 42, {0}, {21}}))
+          << "bits " << bad << " at " << at;
+      EXPECT_FALSE(runtime::splitHalves(row.data(), 21, 1, 1, 2,
+                                        runtime::HalfSplitPlacement{out.data(), 2, {0}, {1}}))
+          << "bits " << bad << " at " << at << ", strided";
+    }
+}
+
+} // namespace
