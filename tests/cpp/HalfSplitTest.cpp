@@ -12,8 +12,10 @@ using namespace tile;
 namespace {
 
 float halfToFloat(uint16_t h) {
-  // Through the host's conversion, independent of the one under test.
-  return static_cast<float>(*reinterpret_cast<const _Float16 *>(&h));
+  // Through the compiler's conversion, independent of the one under test.
+  _Float16 half;
+  std::memcpy(&half, &h, sizeof half);
+  return static_cast<float>(half);
 }
 
 float bfloat16ToFloat(uint16_t h) {
