@@ -102,20 +102,25 @@ int64_t runtime::halfSplitTerms(int64_t k) {
   return k >= kSumLongEnoughForThree ? 3 : 4;
 }
 
-runtime::HalfSplitPlacement runtime::placeRowsOfA(uint16_t *out, int64_t m, int64_t k,
-                                                  int64_t terms) {
-  (void)m;
-  HalfSplitPlacement placement{out, terms * k, {0, 2 * k}, {k}};
+int64_t runtime::halfSplitTermLength(int64_t k) {
+  constexpr int64_t kTileStep = 32;
+  return (k + kTileStep - 1) / kTileStep * kTileStep;
+}
+
+runtime::HalfSplitPlacement runtime::placeRowsOfA(uint16_t *out, int64_t k, int64_t terms) {
+  int64_t length = halfSplitTermLength(k);
+  HalfSplitPlacement placement{out, terms * length, {0, 2 * length}, {length}, length, 0};
   if (terms == 4)
-    placement.loOffsets.push_back(3 * k);
+    placement.loOffsets.push_back(3 * length);
   return placement;
 }
 
 runtime::HalfSplitPlacement runtime::placeRowsOfB(uint16_t *out, int64_t k, int64_t n,
                                                   int64_t terms) {
-  HalfSplitPlacement placement{out, n, {0, k * n}, {2 * k * n}};
+  int64_t length = halfSplitTermLength(k);
+  HalfSplitPlacement placement{out, n, {0, length * n}, {2 * length * n}, 0, length - k};
   if (terms == 4)
-    placement.loOffsets.push_back(3 * k * n);
+    placement.loOffsets.push_back(3 * length * n);
   return placement;
 }
 
@@ -129,9 +134,19 @@ bool runtime::splitHalves(const uint16_t *source, int64_t rows, int64_t cols, in
   constexpr int64_t kElementsPerTask = int64_t(32) << 10;
   int64_t grain = std::max<int64_t>(1, kElementsPerTask / std::max<int64_t>(cols, 1));
   bool vectors = colStride == 1 && hostSplitsInVectors();
-  parallelFor(0, rows, grain, [&](int64_t first, int64_t last) {
+  int64_t padding = std::max<int64_t>(placement.termLength - cols, 0);
+  auto zeros = [&](uint16_t *at, int64_t count) {
+    std::memset(at, 0, size_t(count) * sizeof(uint16_t));
+  };
+  parallelFor(0, rows + placement.padRows, grain, [&](int64_t first, int64_t last) {
     for (int64_t r = first; r < last && finite.load(std::memory_order_relaxed); ++r) {
       uint16_t *row = placement.out + r * placement.rowPitch;
+      if (r >= rows) {
+        for (const auto *offsets : {&placement.hiOffsets, &placement.loOffsets})
+          for (int64_t offset : *offsets)
+            zeros(row + offset, cols + padding);
+        continue;
+      }
       uint16_t *hi = row + placement.hiOffsets.front(), *lo = row + placement.loOffsets.front();
       const uint16_t *from = source + r * rowStride;
       bool ok = vectors ? splitRowVector(from, cols, hi, lo)
@@ -140,10 +155,12 @@ bool runtime::splitHalves(const uint16_t *source, int64_t rows, int64_t cols, in
         finite.store(false, std::memory_order_relaxed);
         return;
       }
+      zeros(hi + cols, padding);
+      zeros(lo + cols, padding);
       for (size_t i = 1; i < placement.hiOffsets.size(); ++i)
-        std::memcpy(row + placement.hiOffsets[i], hi, cols * sizeof(uint16_t));
+        std::memcpy(row + placement.hiOffsets[i], hi, (cols + padding) * sizeof(uint16_t));
       for (size_t i = 1; i < placement.loOffsets.size(); ++i)
-        std::memcpy(row + placement.loOffsets[i], lo, cols * sizeof(uint16_t));
+        std::memcpy(row + placement.loOffsets[i], lo, (cols + padding) * sizeof(uint16_t));
     }
   });
   return finite.load();

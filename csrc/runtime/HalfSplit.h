@@ -21,17 +21,25 @@ namespace tile::runtime {
 /// 3 from k = 128 on, else 4 (every product).
 int64_t halfSplitTerms(int64_t k);
 
-/// Where each source row's terms go: its hi and lo rows (`cols` elements each) at these
-/// element offsets from `out` + row * rowPitch.
+/// The k of each term: `k` rounded up to whole tile steps (32 bfloat16, 64 bytes), the
+/// padding zeros. a's split rows then lie whole cache lines apart (a tile row that
+/// straddles two lines costs both, a third of a 512x512x500 int8 matmul's speed), and the
+/// dot has no partial step to stage.
+int64_t halfSplitTermLength(int64_t k);
+
+/// Where each source row's terms go: its hi and lo rows (`cols` elements each, then zeros
+/// up to `termLength` where that is longer) at these element offsets from `out` + row *
+/// rowPitch; the `padRows` rows after the source's last get zeros at every offset.
 struct HalfSplitPlacement {
   uint16_t *out = nullptr;
   int64_t rowPitch = 0;
   std::vector<int64_t> hiOffsets, loOffsets;
+  int64_t termLength = 0, padRows = 0;
 };
 
-/// a (m x k) as [ah | al | ah (| al)], rows of terms * k elements.
-HalfSplitPlacement placeRowsOfA(uint16_t *out, int64_t m, int64_t k, int64_t terms);
-/// b (k x n) as [bh ; bh ; bl (; bl)], terms * k rows of n elements.
+/// a (m x k) as [ah | al | ah (| al)], each term halfSplitTermLength(k) long.
+HalfSplitPlacement placeRowsOfA(uint16_t *out, int64_t k, int64_t terms);
+/// b (k x n) as [bh ; bh ; bl (; bl)], each term halfSplitTermLength(k) rows.
 HalfSplitPlacement placeRowsOfB(uint16_t *out, int64_t k, int64_t n, int64_t terms);
 
 /// Splits the float16 matrix `source` (rows x cols, strides in elements) into bfloat16 hi

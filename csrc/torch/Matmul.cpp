@@ -131,18 +131,18 @@ std::optional<at::Tensor> matmulHalfOnBfloat16Tiles(const char *op, const at::Te
   auto bfloat16 = a.options().dtype(at::kBFloat16);
   at::Tensor c;
   for (int64_t k0 = 0; k0 < k; k0 += chunkK) {
-    int64_t kk = std::min(chunkK, k - k0);
-    uint16_t *aTerms = scratchBfloat16s(ScratchUse::FloatA, m * terms * kk);
-    uint16_t *bTerms = scratchBfloat16s(ScratchUse::FloatB, terms * kk * n);
-    if (!tile::runtime::splitHalves(
-            halves(aRows) + k0 * aRows.stride(1), m, kk, aRows.stride(0), aRows.stride(1),
-            tile::runtime::placeRowsOfA(aTerms, m, kk, terms), parallelFor) ||
+    int64_t kk = std::min(chunkK, k - k0), length = tile::runtime::halfSplitTermLength(kk);
+    uint16_t *aTerms = scratchBfloat16s(ScratchUse::FloatA, m * terms * length);
+    uint16_t *bTerms = scratchBfloat16s(ScratchUse::FloatB, terms * length * n);
+    if (!tile::runtime::splitHalves(halves(aRows) + k0 * aRows.stride(1), m, kk, aRows.stride(0),
+                                    aRows.stride(1), tile::runtime::placeRowsOfA(aTerms, kk, terms),
+                                    parallelFor) ||
         !tile::runtime::splitHalves(halves(bRows) + k0 * bRows.stride(0), kk, n, bRows.stride(0),
                                     bRows.stride(1),
                                     tile::runtime::placeRowsOfB(bTerms, kk, n, terms), parallelFor))
       return std::nullopt;
-    at::Tensor aSplit = at::from_blob(aTerms, {m, terms * kk}, bfloat16);
-    at::Tensor bSplit = at::from_blob(bTerms, {terms * kk, n}, bfloat16);
+    at::Tensor aSplit = at::from_blob(aTerms, {m, terms * length}, bfloat16);
+    at::Tensor bSplit = at::from_blob(bTerms, {terms * length, n}, bfloat16);
     if (chunks == 1)
       return matmulCpu(op, aSplit, bSplit, negativeSlope, at::kFloat, bias32);
     at::Tensor part =

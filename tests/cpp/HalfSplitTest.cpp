@@ -67,43 +67,49 @@ TEST(HalfSplit, StridedColumnsSplitAsContiguousOnes) {
 
 TEST(HalfSplit, TermsLandWhereTheDotTakesThem) {
   // a (m x k) as [ah | al | ah] and b (k x n) as [bh ; bh ; bl]: the bfloat16 dot over
-  // 3k is ah.bh + al.bh + ah.bl; with four terms al.bl too.
-  const int64_t m = 2, k = 3, n = 2;
+  // the terms is ah.bh + al.bh + ah.bl; with four terms al.bl too. Each term is k rounded
+  // up to 32 (a's row pitch whole cache lines), zeros after its k.
+  const int64_t m = 2, k = 3, n = 2, length = runtime::halfSplitTermLength(k);
+  ASSERT_EQ(length, 32);
   std::vector<uint16_t> a = {0x3c01, 0x3555, 0xb800, 0x4248, 0x0001, 0x7bff};
+  auto split = [&](const uint16_t *x) {
+    std::vector<uint16_t> one(2);
+    EXPECT_TRUE(
+        runtime::splitHalves(x, 1, 1, 1, 1, runtime::HalfSplitPlacement{one.data(), 2, {0}, {1}}));
+    return one;
+  };
   for (int64_t terms : {3, 4}) {
-    std::vector<uint16_t> out(m * terms * k, 0xffff);
+    std::vector<uint16_t> out(m * terms * length, 0xffff);
     ASSERT_TRUE(
-        runtime::splitHalves(a.data(), m, k, k, 1, runtime::placeRowsOfA(out.data(), m, k, terms)));
-    std::vector<uint16_t> split(2 * m * k);
-    runtime::splitHalves(a.data(), m, k, k, 1,
-                         runtime::HalfSplitPlacement{split.data(), 2 * k, {0}, {k}});
-    for (int64_t r = 0; r < m; ++r)
-      for (int64_t c = 0; c < k; ++c) {
-        uint16_t hi = split[r * 2 * k + c], lo = split[r * 2 * k + k + c];
-        const uint16_t *row = out.data() + r * terms * k;
-        EXPECT_EQ(row[c], hi);
-        EXPECT_EQ(row[k + c], lo);
-        EXPECT_EQ(row[2 * k + c], hi);
+        runtime::splitHalves(a.data(), m, k, k, 1, runtime::placeRowsOfA(out.data(), k, terms)));
+    for (int64_t r = 0; r < m; ++r) {
+      const uint16_t *row = out.data() + r * terms * length;
+      for (int64_t c = 0; c < length; ++c) {
+        std::vector<uint16_t> parts = c < k ? split(&a[r * k + c]) : std::vector<uint16_t>{0, 0};
+        EXPECT_EQ(row[c], parts[0]) << r << "," << c;
+        EXPECT_EQ(row[length + c], parts[1]) << r << "," << c;
+        EXPECT_EQ(row[2 * length + c], parts[0]) << r << "," << c;
         if (terms == 4)
-          EXPECT_EQ(row[3 * k + c], lo);
+          EXPECT_EQ(row[3 * length + c], parts[1]) << r << "," << c;
       }
-    std::vector<uint16_t> bOut(terms * k * n, 0xffff);
+    }
+    std::vector<uint16_t> bOut(terms * length * n, 0xffff);
     ASSERT_TRUE(runtime::splitHalves(a.data(), k, n, n, 1,
                                      runtime::placeRowsOfB(bOut.data(), k, n, terms)));
-    for (int64_t r = 0; r < k; ++r)
+    for (int64_t r = 0; r < length; ++r)
       for (int64_t c = 0; c < n; ++c) {
-        std::vector<uint16_t> one(2);
-        runtime::splitHalves(a.data() + r * n + c, 1, 1, 1, 1,
-                             runtime::HalfSplitPlacement{one.data(), 2, {0}, {1}});
-        EXPECT_EQ(bOut[r * n + c], one[0]);
-        EXPECT_EQ(bOut[(k + r) * n + c], one[0]);
-        EXPECT_EQ(bOut[(2 * k + r) * n + c], one[1]);
+        std::vector<uint16_t> parts = r < k ? split(&a[r * n + c]) : std::vector<uint16_t>{0, 0};
+        EXPECT_EQ(bOut[r * n + c], parts[0]) << r << "," << c;
+        EXPECT_EQ(bOut[(length + r) * n + c], parts[0]) << r << "," << c;
+        EXPECT_EQ(bOut[(2 * length + r) * n + c], parts[1]) << r << "," << c;
         if (terms == 4)
-          EXPECT_EQ(bOut[(3 * k + r) * n + c], one[1]);
+          EXPECT_EQ(bOut[(3 * length + r) * n + c], parts[1]) << r << "," << c;
       }
   }
   EXPECT_EQ(runtime::halfSplitTerms(127), 4);
   EXPECT_EQ(runtime::halfSplitTerms(128), 3);
+  EXPECT_EQ(runtime::halfSplitTermLength(64), 64);
+  EXPECT_EQ(runtime::halfSplitTermLength(65), 96);
 }
 
 TEST(HalfSplit, InfinitiesAndNaNsAreRefused) {
