@@ -178,7 +178,7 @@ void zeroPastTheColumns(const tile::runtime::PanelLayout &layout, char *panels) 
 } // namespace
 
 void *tile::runtime::threadScratch(ScratchUse use, int64_t bytes) {
-  constexpr int kUses = 3;
+  constexpr int kUses = 4;
   thread_local std::unique_ptr<void, FreeBuffer> kept[kUses];
   thread_local int64_t keptBytes[kUses] = {};
   thread_local std::unique_ptr<void, FreeBuffer> once[kUses];
@@ -260,4 +260,16 @@ void tile::runtime::packPanels(const void *source, int64_t rowStride, int64_t co
       }
   });
   zeroPastTheColumns(layout, to);
+}
+
+void tile::runtime::copyRows(const void *from, int64_t fromStride, int64_t rows, int64_t rowBytes,
+                             void *to, int64_t toStride, const ParallelFor &parallelFor) {
+  constexpr int64_t kBytesPerTask = int64_t(64) << 10;
+  const char *in = static_cast<const char *>(from);
+  char *out = static_cast<char *>(to);
+  parallelFor(0, rows, std::max<int64_t>(1, kBytesPerTask / std::max<int64_t>(rowBytes, 1)),
+              [&](int64_t first, int64_t last) {
+                for (int64_t r = first; r < last; ++r)
+                  std::memcpy(out + r * toStride, in + r * fromStride, size_t(rowBytes));
+              });
 }

@@ -43,9 +43,15 @@ struct PanelLayout {
 void packPanels(const void *source, int64_t rowStride, int64_t colStride, const PanelLayout &layout,
                 void *panels, const ParallelFor &parallelFor = serialFor);
 
-/// What a thread's scratch buffer holds during a call: b's panels, or the converted copies
-/// (float32, or bfloat16 terms) of a float16 call's a and b.
-enum class ScratchUse { Panels, FloatA, FloatB };
+/// Copies `rows` runs of `rowBytes` bytes, `fromStride` bytes apart, to `to`, `toStride`
+/// bytes apart, over `parallelFor`'s threads.
+void copyRows(const void *from, int64_t fromStride, int64_t rows, int64_t rowBytes, void *to,
+              int64_t toStride, const ParallelFor &parallelFor = serialFor);
+
+/// What a thread's scratch buffer holds during a call: b's panels, the converted copies
+/// (float32, or bfloat16 terms) of a float16 call's a and b, or a's rows moved onto whole
+/// cache lines.
+enum class ScratchUse { Panels, FloatA, FloatB, AlignedA };
 
 /// A buffer of at least `bytes` for the calling thread's `use`, valid until its next call
 /// for the same use. Buffers up to kRetainedPanelBytes are kept for the next call: a

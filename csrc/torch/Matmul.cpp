@@ -22,14 +22,14 @@ at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
                      std::optional<double> negativeSlope, std::optional<at::ScalarType> outDtype,
                      const std::optional<at::Tensor> &bias, bool rowBands = false) {
   const auto &target = tile::runtime::cpuTarget();
+  auto parallelFor = [](int64_t begin, int64_t end, int64_t grainSize, const auto &body) {
+    at::parallel_for(begin, end, grainSize, body);
+  };
   tile::binding::MatmulCall call;
   tile::binding::prepareMatmul(call, op, a, b, negativeSlope, outDtype, bias, target,
                                /*contiguousRowsOfB=*/true);
   if (call.empty())
     return call.c;
-  auto parallelFor = [](int64_t begin, int64_t end, int64_t grainSize, const auto &body) {
-    at::parallel_for(begin, end, grainSize, body);
-  };
   auto run = [&](const tile::runtime::LaunchPlan &plan) {
     if (plan.bPanelWidth)
       tile::binding::packBIntoPanels(call, plan.bPanelWidth, plan.bPanelGroup, parallelFor);

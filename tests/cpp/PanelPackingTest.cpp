@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -128,6 +130,26 @@ TEST(PanelPacking, ScratchIsKeptUpToItsLimit) {
   void *huge = panelScratch(kRetainedPanelBytes + 4096);
   std::memset(huge, 3, size_t(kRetainedPanelBytes + 4096));
   EXPECT_EQ(panelScratch(4096), larger) << "a buffer past the limit is not kept in its place";
+}
+
+TEST(PanelPacking, RowsAreCopiedToTheirNewPitch) {
+  // a's rows moved onto whole cache lines: each run lands at its row's new start, the
+  // source is read at its own stride, and the bytes between runs are left alone; enough
+  // rows for several tasks.
+  const int64_t rows = 300, rowBytes = 500, fromStride = 503, toStride = 512;
+  std::vector<unsigned char> from(rows * fromStride), to(rows * toStride, 0xee);
+  for (size_t i = 0; i < from.size(); ++i)
+    from[i] = static_cast<unsigned char>(i * 7 + 3);
+  auto threads = [](int64_t begin, int64_t end, int64_t grain,
+                    const std::function<void(int64_t, int64_t)> &body) {
+    for (int64_t first = begin; first < end; first += grain)
+      body(first, std::min(end, first + grain));
+  };
+  copyRows(from.data(), fromStride, rows, rowBytes, to.data(), toStride, threads);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < toStride; ++j)
+      ASSERT_EQ(to[r * toStride + j], j < rowBytes ? from[r * fromStride + j] : 0xee)
+          << r << "," << j;
 }
 
 TEST(PanelPacking, KernelWithPackedBReadsPanels) {
