@@ -269,7 +269,9 @@ void tile::runtime::copyRows(const void *from, int64_t fromStride, int64_t rows,
   char *out = static_cast<char *>(to);
   parallelFor(0, rows, std::max<int64_t>(1, kBytesPerTask / std::max<int64_t>(rowBytes, 1)),
               [&](int64_t first, int64_t last) {
-                for (int64_t r = first; r < last; ++r)
+                for (int64_t r = first; r < last; ++r) {
                   std::memcpy(out + r * toStride, in + r * fromStride, size_t(rowBytes));
+                  std::memset(out + r * toStride + rowBytes, 0, size_t(toStride - rowBytes));
+                }
               });
 }

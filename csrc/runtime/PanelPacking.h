@@ -44,7 +44,7 @@ void packPanels(const void *source, int64_t rowStride, int64_t colStride, const 
                 void *panels, const ParallelFor &parallelFor = serialFor);
 
 /// Copies `rows` runs of `rowBytes` bytes, `fromStride` bytes apart, to `to`, `toStride`
-/// bytes apart, over `parallelFor`'s threads.
+/// bytes apart, each followed by zeros up to the next, over `parallelFor`'s threads.
 void copyRows(const void *from, int64_t fromStride, int64_t rows, int64_t rowBytes, void *to,
               int64_t toStride, const ParallelFor &parallelFor = serialFor);
 

@@ -147,11 +147,14 @@ namespace {
 
 /// a, or a copy of it whose rows lie whole cache lines apart, where the matrix tiles read
 /// it: a tile row that straddles two lines costs both (a 512x512x448 int8 matmul ran 28%
-/// slower with a's rows 500 bytes apart than 448). The copy moves M x K elements against
-/// M x N x K multiply-adds: from 384 columns of b on it paid (2-core AMX Xeon, against
-/// torch: int8 512x512x500 0.73-0.80 -> 0.86x, 1000^3 0.86-0.88 -> 0.95-1.10x, 500^3 0.60
-/// -> 0.65x; bf16 1000^3 1.24-1.27 -> 1.42-1.44x), at 256 columns it lost (int8
-/// 256x256x250 0.61 -> 0.48x).
+/// slower with a's rows 500 bytes apart than 448). The copy's rows end in zeros up to the
+/// next line, and the kernel takes them as a's k: b's panels hold zeros there too (they
+/// are written whole, to a multiple of 64 bytes of k), so the product is the same and no
+/// k step is partial (its staging had cost as much again). The copy moves M x K elements
+/// against M x N x K multiply-adds: from 384 columns of b on it paid (2-core AMX Xeon,
+/// against torch: int8 512x512x500 0.73-0.80 -> 0.86x, 1000^3 0.86-0.88 -> 0.95-1.10x,
+/// 500^3 0.60 -> 0.65x; bf16 1000^3 1.24-1.27 -> 1.42-1.44x, before the zeros), at 256
+/// columns it lost (int8 256x256x250 0.61 -> 0.48x).
 at::Tensor rowsOnWholeCacheLines(const at::Tensor &a, int64_t n, const tile::Target &target) {
   constexpr int64_t kCacheLine = 64, kColumnsWorthACopy = 384;
   int64_t m = a.size(0), k = a.size(1), bytes = a.element_size();
@@ -166,7 +169,7 @@ at::Tensor rowsOnWholeCacheLines(const at::Tensor &a, int64_t n, const tile::Tar
   };
   tile::runtime::copyRows(a.const_data_ptr(), a.stride(0) * bytes, m, k * bytes, copy, pitch,
                           parallelFor);
-  return at::from_blob(copy, {m, k}, {pitch / bytes, 1}, a.options());
+  return at::from_blob(copy, {m, pitch / bytes}, {pitch / bytes, 1}, a.options());
 }
 
 } // namespace
