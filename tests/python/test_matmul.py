@@ -395,28 +395,36 @@ def test_far_apart_rows_of_b_are_read_from_panels(tmp_path):
     assert specs and all("packed_b=1" in spec for spec in specs), specs
 
 
-@pytest.mark.parametrize("op", OPS)
-@pytest.mark.parametrize("out_dtype", [None, torch.float32])
-@pytest.mark.parametrize("m, k, n", [(67, 131, 45), (301, 263, 70)])
-def test_float16_runs_on_the_float32_kernel(op, out_dtype, m, k, n, tmp_path):
-    # On the CPU float16 operands are converted once into float32 copies for the float32
-    # kernel (converted where they are multiplied, they took two micro-ops each on the
-    # FMA ports), its result rounded once: the parity of a float16 kernel, a float16 bias
-    # added in float32 before leaky_relu; ragged, b transposed. The larger a (over 256 KB
-    # as float32) runs in bands of rows, one per thread.
+def float16_call(op, out_dtype, m, k, n, tmp_path):
+    """A float16 call (b transposed, a float16 bias) from a fresh kernel cache: the
+    float64 reference, the output and the specs it compiled."""
     a = torch.randn(m, k).half()
     b = torch.randn(n, k).half().t()
     bias = torch.randn(n).half()
-    want = a.float() @ b.float() + bias.float()
+    want = a.double() @ b.double() + bias.double()
     if op == "matmul_leaky_relu":
         want = torch.nn.functional.leaky_relu(want, 0.01)
     with torch_tile.config.patch(dump_dir=tmp_path):
         torch_tile.runtime.clear_cache()
         got = getattr(torch.ops.tile, op)(a, b, out_dtype=out_dtype, bias=bias)
     assert got.dtype == (out_dtype or torch.float16)
+    magnitude = a.double().abs() @ b.double().abs() + bias.double().abs()
+    return want, got, magnitude, specs_compiled(tmp_path)
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("out_dtype", [None, torch.float32])
+@pytest.mark.parametrize("m, k, n", [(67, 131, 45), (301, 263, 70)])
+def test_float16_runs_on_the_float32_kernel(op, out_dtype, m, k, n, tmp_path):
+    # On the CPU smaller float16 operands are converted once into float32 copies for the
+    # float32 kernel (converted where they are multiplied, they took two micro-ops each on
+    # the FMA ports), its result rounded once: the parity of a float16 kernel, a float16
+    # bias added in float32 before leaky_relu; ragged, b transposed. The larger a (over
+    # 256 KB as float32) runs in bands of rows, one per thread.
+    want, got, _, specs = float16_call(op, out_dtype, m, k, n, tmp_path)
+    want = want.float()
     torch.testing.assert_close(got.float(), want if out_dtype else want.half().float(),
                                rtol=2e-3 if out_dtype is None else 1e-5, atol=1e-3)
-    specs = specs_compiled(tmp_path)
     assert specs and all("[f32,f32" in spec for spec in specs), specs
 
 
@@ -429,24 +437,13 @@ def test_float16_takes_bfloat16_tiles_where_the_host_has_them(op, out_dtype, m, 
     # products per pair (four where K is short: 60), a K past 2048 in chunks whose sums are
     # added, the bias and leaky_relu after them (4100). Parity as a float32 accumulation;
     # elsewhere the float32 kernel. b transposed, bias in float16.
-    a = torch.randn(m, k).half()
-    b = torch.randn(n, k).half().t()
-    bias = torch.randn(n).half()
-    want = a.double() @ b.double() + bias.double()
-    if op == "matmul_leaky_relu":
-        want = torch.nn.functional.leaky_relu(want, 0.01)
-    with torch_tile.config.patch(dump_dir=tmp_path):
-        torch_tile.runtime.clear_cache()
-        got = getattr(torch.ops.tile, op)(a, b, out_dtype=out_dtype, bias=bias)
-    assert got.dtype == (out_dtype or torch.float16)
-    magnitude = a.double().abs() @ b.double().abs() + bias.double().abs()
+    want, got, magnitude, specs = float16_call(op, out_dtype, m, k, n, tmp_path)
     bound = (k + 2) * 2.0**-23 * magnitude
     if out_dtype is None:
         bound += 2.0**-10 * want.abs() + 2.0**-24
     outside = (got.double() - want).abs() > bound
     assert not outside.any(), f"{outside.sum().item()} elements outside the float32-accumulation bound"
     tiles = "AMX-BF16" in torch_tile.runtime.host_matrix_units()
-    specs = specs_compiled(tmp_path)
     assert specs and all(("[bf16,f32" in spec) == tiles and ("[f32,f32" in spec) != tiles
                          for spec in specs), specs
 
