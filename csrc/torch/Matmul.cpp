@@ -3,6 +3,7 @@
 #include "MatmulCall.h"
 #include "MatmulTuning.h"
 #include "runtime/CpuLauncher.h"
+#include "runtime/CpuPlans.h"
 #include "runtime/DeviceTarget.h"
 #include "runtime/HalfSplit.h"
 #include "runtime/KernelCache.h"
@@ -48,26 +49,8 @@ at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
   }
   call.specify();
   auto planFor = [&](const tile::ops::KernelSpec &spec, int64_t programs) {
-    // A program computes BLOCK_M x BLOCK_N x K multiply-adds; tasks of at least ~1M of
-    // them pay for a thread on the vector units. The tile registers (AMX) run 8 times as
-    // many per cycle, so their tasks take 8 times as many: a 128^3 int8 matmul (16
-    // programs of 32 x 32) took 12 us on 2 threads of a Xeon and 10.5 us on one.
-    int64_t perProgram = std::max<int64_t>(1, spec.config.at("BLOCK_M") *
-                                                  spec.config.at("BLOCK_N") *
-                                                  std::max<int64_t>(a.size(1), 1));
-    auto packed = spec.config.find("packed_b");
-    int64_t group = packed != spec.config.end() ? packed->second : 0;
-    bool onTiles = group > 1 && tile::hasCpuMatrixTiles(target, spec.dtypes.at(0));
-    int64_t perTask = (int64_t(1) << 20) * (onTiles ? 8 : 1);
-    int64_t blockM = spec.config.at("BLOCK_M");
-    int64_t rowBlocks = (a.size(0) + blockM - 1) / blockM;
-    bool oneGroup = rowBlocks <= spec.config.at("GROUP_M");
-    return tile::runtime::LaunchPlan{tile::runtime::KernelCache::global().get(spec, target),
-                                     programs,
-                                     std::max<int64_t>(1, perTask / perProgram),
-                                     group ? spec.config.at("BLOCK_N") : 0,
-                                     std::max<int64_t>(group, 1),
-                                     oneGroup ? rowBlocks : 0};
+    return tile::runtime::cpuMatmulPlan(tile::runtime::KernelCache::global().get(spec, target),
+                                        spec, target, programs, a.size(0), a.size(1));
   };
   auto [spec, programs] = tile::binding::chooseMatmulConfig(
       call, target, [&](const tile::ops::KernelSpec &spec, int64_t programs) { run(planFor(spec, programs)); },

@@ -1,11 +1,12 @@
 // tile::vector_add on the CPU: checks, then the kernel compiled on first call.
 #include "DTypes.h"
 #include "VectorAddChecks.h"
+#include "ops/VectorAddConfig.h"
 #include "runtime/CpuLauncher.h"
+#include "runtime/CpuPlans.h"
 #include "runtime/DeviceTarget.h"
 #include "runtime/KernelCache.h"
 #include "runtime/LaunchPlans.h"
-#include "ops/VectorAddConfig.h"
 
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
@@ -40,10 +41,7 @@ at::Tensor vectorAddCpu(const at::Tensor &a, const at::Tensor &b) {
     int64_t programs = (numel + block - 1) / block;
     TORCH_CHECK(programs <= std::numeric_limits<int32_t>::max(),
                 "tile::vector_add: ", numel, " elements need more than 2**31 program instances");
-    // Each task gets at least 32K elements (ATen's own grain): below that, threads cost
-    // more than they give.
-    plan = tile::runtime::LaunchPlan{KernelCache::global().get(spec, target), programs,
-                                     std::max<int64_t>(1, (1 << 15) / block)};
+    plan = tile::runtime::cpuVectorAddPlan(KernelCache::global().get(spec, target), spec, programs);
     tile::runtime::LaunchPlans::global().insert(signature, *plan);
   }
   void *aPtr = aDense.data_ptr(), *bPtr = bDense.data_ptr(), *outPtr = out.data_ptr();

@@ -1,9 +1,10 @@
 // The launch plans: a call's signature finds the plan made for it and nothing else, and
 // the plans go whenever the kernels or the tuning they were chosen by change.
+#include "runtime/LaunchPlans.h"
 #include "TestKernels.h"
 #include "runtime/Autotuner.h"
+#include "runtime/CpuPlans.h"
 #include "runtime/KernelCache.h"
-#include "runtime/LaunchPlans.h"
 
 #include <gtest/gtest.h>
 
@@ -65,6 +66,31 @@ TEST(LaunchPlans, GoWhenTheKernelsOrTheTuningChange) {
   refill();
   tuner.setCandidates("plan_test_op", "cpu", {});
   EXPECT_FALSE(plans.find(signature)) << "the candidates changed";
+}
+
+TEST(CpuPlans, TasksTakeAMillionMultiplyAddsOrEightOnTheTiles) {
+  // A task of the vector kernel takes at least 2^20 multiply-adds, one of the tile
+  // registers 8 times as many; b goes to panels of the block's width in the spec's groups;
+  // a grid whose rows of blocks all make one group may run in bands of rows.
+  Target amx = Target::parse("cpu:sapphirerapids");
+  ops::KernelSpec spec = tile::testing::matmulSpec("matmul", "bf16", "bf16", 32, 32, 256);
+  spec.config["GROUP_M"] = 8;
+  spec.config["packed_b"] = 2;
+  LaunchPlan tiles = cpuMatmulPlan(nullptr, spec, amx, 64, 256, 256);
+  EXPECT_EQ(tiles.grain, (int64_t(8) << 20) / (32 * 32 * 256));
+  EXPECT_EQ(tiles.bPanelWidth, 32);
+  EXPECT_EQ(tiles.bPanelGroup, 2);
+  EXPECT_EQ(tiles.rowBlocks, 8) << "256 rows: 8 blocks, one group";
+  EXPECT_EQ(cpuMatmulPlan(nullptr, spec, amx, 64, 257, 256).rowBlocks, 0) << "9 blocks, two groups";
+  spec.config.erase("packed_b");
+  LaunchPlan vectors = cpuMatmulPlan(nullptr, spec, amx, 64, 256, 256);
+  EXPECT_EQ(vectors.grain, (int64_t(1) << 20) / (32 * 32 * 256));
+  EXPECT_EQ(vectors.bPanelWidth, 0) << "b as given";
+  EXPECT_EQ(vectors.bPanelGroup, 1);
+  EXPECT_EQ(cpuMatmulPlan(nullptr, spec, amx, 1, 4, 1 << 30).grain, 1) << "at least one program";
+  ops::KernelSpec add = vectorAddSpec("f32");
+  EXPECT_EQ(cpuVectorAddPlan(nullptr, add, 10).grain,
+            std::max<int64_t>(1, (int64_t(1) << 15) / add.config.at("BLOCK_SIZE")));
 }
 
 } // namespace
