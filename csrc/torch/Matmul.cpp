@@ -1,5 +1,6 @@
 // tile::matmul and tile::matmul_leaky_relu on the CPU: one kernel compiled on first
 // call per (dtypes, config, target) that reads both operands through their strides.
+#include "AtenParallelFor.h"
 #include "MatmulCall.h"
 #include "MatmulTuning.h"
 #include "runtime/CpuLauncher.h"
@@ -23,9 +24,6 @@ at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
                      std::optional<double> negativeSlope, std::optional<at::ScalarType> outDtype,
                      const std::optional<at::Tensor> &bias, bool rowBands = false) {
   const auto &target = tile::runtime::cpuTarget();
-  auto parallelFor = [](int64_t begin, int64_t end, int64_t grainSize, const auto &body) {
-    at::parallel_for(begin, end, grainSize, body);
-  };
   tile::binding::MatmulCall call;
   tile::binding::prepareMatmul(call, op, a, b, negativeSlope, outDtype, bias, target,
                                /*contiguousRowsOfB=*/true);
@@ -33,15 +31,17 @@ at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
     return call.c;
   auto run = [&](const tile::runtime::LaunchPlan &plan) {
     if (plan.bPanelWidth)
-      tile::binding::packBIntoPanels(call, plan.bPanelWidth, plan.bPanelGroup, parallelFor);
+      tile::binding::packBIntoPanels(call, plan.bPanelWidth, plan.bPanelGroup,
+                                     tile::binding::atenParallelFor);
     int64_t bands = at::get_num_threads();
     if (rowBands && plan.rowBlocks >= bands && bands > 1 && plan.programs >= plan.grain * bands)
       tile::runtime::launchCpuInRowBands(*plan.kernel, call.args(), plan.rowBlocks,
-                                         plan.programs / plan.rowBlocks, bands, parallelFor);
+                                         plan.programs / plan.rowBlocks, bands,
+                                         tile::binding::atenParallelFor);
     else
       tile::runtime::launchCpu(*plan.kernel, call.args(),
                                tile::runtime::Grid{static_cast<int32_t>(plan.programs), 1, 1},
-                               plan.grain, parallelFor);
+                               plan.grain, tile::binding::atenParallelFor);
   };
   if (auto plan = tile::runtime::reusePlan(call.signature)) {
     run(*plan);
@@ -68,25 +68,25 @@ at::Tensor scratchFloats(tile::runtime::ScratchUse use, at::IntArrayRef sizes) {
                        at::TensorOptions().dtype(at::kFloat));
 }
 
-/// `sizes` of bfloat16 in the calling thread's scratch buffer for `use`.
+/// `elements` bfloat16 values in the calling thread's scratch buffer for `use`.
 uint16_t *scratchBfloat16s(tile::runtime::ScratchUse use, int64_t elements) {
   return static_cast<uint16_t *>(tile::runtime::threadScratch(use, elements * 2));
 }
 
-/// float16 where the host's matrix tiles take bfloat16 but not float16 (AMX-BF16): a and
-/// b split into bfloat16 terms (runtime/HalfSplit.h) and multiplied as one bfloat16 dot,
-/// three times as long, on the tiles, into float32. On a 2-core Sapphire Rapids the tiles
-/// multiply bfloat16 4-6x as fast as the float32 kernel (torch runs float16 as float32):
-/// against torch 512^3 0.87 -> 1.13-1.19x, 1024^3 0.88 -> 1.43-1.45x; 256^3 and smaller
-/// lost to the float32 kernel (the splits, and tiles too few to pay for them). A dot of
-/// more than kChunkK (6144 bfloat16 steps) ran slower per multiply (4096^2 x 12288: 0.85
-/// TFLOP/s, x 6144: 1.2), so longer ones run in chunks of k whose float32 results are
-/// added, the bias and leaky_relu after them. None where the host has no such tiles, the
-/// call is small, or an operand holds an infinity or NaN (see splitHalves).
+/// float16 where the host's matrix tiles take bfloat16 but not float16 (AMX-BF16), the
+/// bias already float32: a and b split into bfloat16 terms (runtime/HalfSplit.h) and
+/// multiplied as one bfloat16 dot, three times as long, on the tiles, into float32. On a
+/// 2-core Sapphire Rapids the tiles multiply bfloat16 4-6x as fast as the float32 kernel
+/// (torch runs float16 as float32): against torch 512^3 0.87 -> 1.13-1.19x, 1024^3 0.88
+/// -> 1.43-1.45x; 256^3 and smaller lost to the float32 kernel (the splits, and tiles too few to
+/// pay for them). A dot of more than kChunkK float16 steps (6144 bfloat16 ones) ran slower per
+/// multiply (4096^2 x 12288: 0.85 TFLOP/s, x 6144: 1.2), so longer ones run in chunks of k whose
+/// float32 results are added, the bias and leaky_relu after them. None where the host has no such
+/// tiles, the call is small, or an operand holds an infinity or NaN (see splitHalves).
 std::optional<at::Tensor> matmulHalfOnBfloat16Tiles(const char *op, const at::Tensor &a,
                                                     const at::Tensor &b,
                                                     std::optional<double> negativeSlope,
-                                                    const std::optional<at::Tensor> &bias) {
+                                                    const std::optional<at::Tensor> &bias32) {
   const auto &target = tile::runtime::cpuTarget();
   int64_t m = a.size(0), k = a.size(1), n = b.size(1);
   constexpr int64_t kMultiplyAddsWorthSplits = int64_t(1) << 25, kChunkK = 2048;
@@ -96,9 +96,6 @@ std::optional<at::Tensor> matmulHalfOnBfloat16Tiles(const char *op, const at::Te
   using tile::runtime::ScratchUse;
   int64_t terms = tile::runtime::halfSplitTerms(k);
   int64_t chunks = (k + kChunkK - 1) / kChunkK, chunkK = (k + chunks - 1) / chunks;
-  auto parallelFor = [](int64_t begin, int64_t end, int64_t grainSize, const auto &body) {
-    at::parallel_for(begin, end, grainSize, body);
-  };
   // Rows of unit stride split 16 elements at a time; others (b transposed, as a Linear's
   // weight) are copied so first.
   auto rowsOf = [](const at::Tensor &x) {
@@ -108,9 +105,6 @@ std::optional<at::Tensor> matmulHalfOnBfloat16Tiles(const char *op, const at::Te
   auto halves = [](const at::Tensor &x) {
     return reinterpret_cast<const uint16_t *>(x.const_data_ptr<at::Half>());
   };
-  std::optional<at::Tensor> bias32;
-  if (bias)
-    bias32 = bias->to(at::kFloat);
   auto bfloat16 = a.options().dtype(at::kBFloat16);
   at::Tensor c;
   for (int64_t k0 = 0; k0 < k; k0 += chunkK) {
@@ -119,10 +113,10 @@ std::optional<at::Tensor> matmulHalfOnBfloat16Tiles(const char *op, const at::Te
     uint16_t *bTerms = scratchBfloat16s(ScratchUse::FloatB, terms * length * n);
     if (!tile::runtime::splitHalves(halves(aRows) + k0 * aRows.stride(1), m, kk, aRows.stride(0),
                                     aRows.stride(1), tile::runtime::placeRowsOfA(aTerms, kk, terms),
-                                    parallelFor) ||
-        !tile::runtime::splitHalves(halves(bRows) + k0 * bRows.stride(0), kk, n, bRows.stride(0),
-                                    bRows.stride(1),
-                                    tile::runtime::placeRowsOfB(bTerms, kk, n, terms), parallelFor))
+                                    tile::binding::atenParallelFor) ||
+        !tile::runtime::splitHalves(
+            halves(bRows) + k0 * bRows.stride(0), kk, n, bRows.stride(0), bRows.stride(1),
+            tile::runtime::placeRowsOfB(bTerms, kk, n, terms), tile::binding::atenParallelFor))
       return std::nullopt;
     at::Tensor aSplit = at::from_blob(aTerms, {m, terms * length}, bfloat16);
     at::Tensor bSplit = at::from_blob(bTerms, {terms * length, n}, bfloat16);
@@ -153,14 +147,14 @@ std::optional<at::Tensor> matmulHalfAsFloat(const char *op, const at::Tensor &a,
     return std::nullopt;
   at::ScalarType out =
       tile::binding::checkMatmulCall(op, a, b, negativeSlope.has_value(), outDtype, bias);
-  if (auto c = matmulHalfOnBfloat16Tiles(op, a, b, negativeSlope, bias))
+  std::optional<at::Tensor> bias32;
+  if (bias)
+    bias32 = bias->to(at::kFloat);
+  if (auto c = matmulHalfOnBfloat16Tiles(op, a, b, negativeSlope, bias32))
     return out == at::kFloat ? *c : c->to(at::kHalf);
   using tile::runtime::ScratchUse;
   at::Tensor a32 = scratchFloats(ScratchUse::FloatA, a.sizes()).copy_(a);
   at::Tensor b32 = scratchFloats(ScratchUse::FloatB, b.sizes()).copy_(b);
-  std::optional<at::Tensor> bias32;
-  if (bias)
-    bias32 = bias->to(at::kFloat);
   // Each thread then multiplies the rows of a it converted (2-core Xeon, against torch:
   // 256^3 0.82 -> 0.90, 512^3 0.79 -> 0.85); an a of less than 256 KB, which the caches
   // hold whoever wrote it, ran slower so (128^3 0.86 -> 0.78).

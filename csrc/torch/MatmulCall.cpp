@@ -1,12 +1,12 @@
 #include "MatmulCall.h"
 
+#include "AtenParallelFor.h"
 #include "DTypes.h"
 #include "ops/MatmulConfig.h"
 #include "runtime/PanelPacking.h"
 #include "tile/Target/CpuArch.h"
 
 #include <ATen/Context.h>
-#include <ATen/Parallel.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/from_blob.h>
 #include <c10/util/Exception.h>
@@ -155,20 +155,15 @@ namespace {
 /// against torch: int8 512x512x500 0.73-0.80 -> 0.86x, 1000^3 0.86-0.88 -> 0.95-1.10x,
 /// 500^3 0.60 -> 0.65x; bf16 1000^3 1.24-1.27 -> 1.42-1.44x, before the zeros), at 256
 /// columns it lost (int8 256x256x250 0.61 -> 0.48x).
-at::Tensor rowsOnWholeCacheLines(const at::Tensor &a, int64_t n, const tile::Target &target) {
+at::Tensor rowsOnWholeCacheLines(const at::Tensor &a, int64_t n, bool onTiles) {
   constexpr int64_t kCacheLine = 64, kColumnsWorthACopy = 384;
   int64_t m = a.size(0), k = a.size(1), bytes = a.element_size();
-  if (n < kColumnsWorthACopy || (a.stride(0) * bytes) % kCacheLine == 0 ||
-      !tile::binding::usesMatrixTiles(target, tile::binding::specDtype(a.scalar_type()),
-                                      a.stride(1) == 1 || k == 1, m))
+  if (!onTiles || n < kColumnsWorthACopy || (a.stride(0) * bytes) % kCacheLine == 0)
     return a;
   int64_t pitch = (k * bytes + kCacheLine - 1) / kCacheLine * kCacheLine;
   void *copy = tile::runtime::threadScratch(tile::runtime::ScratchUse::AlignedA, m * pitch);
-  auto parallelFor = [](int64_t begin, int64_t end, int64_t grainSize, const auto &body) {
-    at::parallel_for(begin, end, grainSize, body);
-  };
   tile::runtime::copyRows(a.const_data_ptr(), a.stride(0) * bytes, m, k * bytes, copy, pitch,
-                          parallelFor);
+                          tile::binding::atenParallelFor);
   return at::from_blob(copy, {m, pitch / bytes}, {pitch / bytes, 1}, a.options());
 }
 
@@ -181,15 +176,15 @@ void tile::binding::prepareMatmul(MatmulCall &call, const char *op, const at::Te
                                   bool contiguousRowsOfB) {
   at::ScalarType out = checkMatmulCall(op, a, b, negativeSlope.has_value(), outDtype, bias);
   int64_t m = a.size(0), k = a.size(1), n = b.size(1);
-  call.op = op;
-  call.a = target.kind == TargetKind::Cpu ? rowsOnWholeCacheLines(a, n, target) : a;
-  call.target = &target;
   // A large enough CPU call reads b from a copy in panels, made from any layout, and so
   // does every call on AMX tile registers (see specify()).
   bool unitKOfA = a.stride(1) == 1 || k == 1;
-  bool panels = target.kind == TargetKind::Cpu &&
-                (packsBIntoPanels(m, n, k, b.element_size()) ||
-                 usesMatrixTiles(target, specDtype(a.scalar_type()), unitKOfA, m));
+  bool cpu = target.kind == TargetKind::Cpu;
+  bool onTiles = cpu && usesMatrixTiles(target, specDtype(a.scalar_type()), unitKOfA, m);
+  bool panels = cpu && (onTiles || packsBIntoPanels(m, n, k, b.element_size()));
+  call.op = op;
+  call.a = rowsOnWholeCacheLines(a, n, onTiles);
+  call.target = &target;
   // Otherwise the CPU microkernel reads b a row at a time as one vector load; rows that
   // are not contiguous (b transposed) would be gathered element by element, ~25x slower
   // than copying b once, which costs K*N moves against M*N*K multiply-adds. a is read

@@ -1,4 +1,5 @@
 // tile::vector_add on the CPU: checks, then the kernel compiled on first call.
+#include "AtenParallelFor.h"
 #include "DTypes.h"
 #include "VectorAddChecks.h"
 #include "ops/VectorAddConfig.h"
@@ -8,7 +9,6 @@
 #include "runtime/KernelCache.h"
 #include "runtime/LaunchPlans.h"
 
-#include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty_like.h>
 #include <c10/util/Exception.h>
@@ -49,10 +49,7 @@ at::Tensor vectorAddCpu(const at::Tensor &a, const at::Tensor &b) {
   int64_t n64 = numel;
   void *args[] = {&aPtr, &bPtr, &outPtr, index32 ? static_cast<void *>(&n32) : &n64};
   tile::runtime::launchCpu(*plan->kernel, args, Grid{static_cast<int32_t>(plan->programs), 1, 1},
-                           plan->grain,
-                           [](int64_t begin, int64_t end, int64_t grainSize, const auto &body) {
-                             at::parallel_for(begin, end, grainSize, body);
-                           });
+                           plan->grain, tile::binding::atenParallelFor);
   return out;
 }
 
