@@ -42,6 +42,14 @@ bool isFusedIntoDots(LoadOp load);
 /// takes no second, unmasked path for when every lane is on.
 void populateMemoryAccessPatterns(const TypeConverter &converter, RewritePatternSet &patterns,
                                   bool maskedStores = false);
+/// The pointer `ptr` is an offset of: its chain of getelementptr stripped.
+Value pointerRoot(Value ptr);
+
+/// Each rank-2 load whose rows all read the same lanes (a row spread over the block, as a
+/// matmul's bias) loads one row and spreads it: one vector load instead of one per row,
+/// and the same value in every row of the epilogue (see rollRowChains).
+void loadRepeatedRowsOnce(Operation *kernel);
+
 /// The dot-product instructions the host has.
 struct CpuDotFeatures {
   bool bf16 = false;    ///< AVX512-BF16: vdpbf16ps
@@ -75,6 +83,13 @@ void keepAccumulatorsInTileBuffers(Operation *kernel);
 /// conversion, mask) meets its store. Built whole, a 64 x 64 block's epilogue loaded every
 /// row first and spilled most of them (117 vector stores to the stack for bf16).
 void rowWiseEpilogues(Operation *kernel);
+
+/// The rows of an epilogue in `block` (each row's chain of ops from its load from an
+/// accumulator buffer, which `isRowLoad` tells, to its stores) as one scf.for over the
+/// rows, where every row's chain is row 0's but for constants, extract positions and
+/// getelementptr offsets that step by a fixed amount from row to row. Returns whether it
+/// rolled them; otherwise `block` is unchanged.
+bool rollRowChains(Block &block, function_ref<bool(Operation *)> isRowLoad);
 
 /// A block that the tile registers read: its operand, and the leading rows and columns
 /// of it that its mask keeps (i64).

@@ -641,13 +641,6 @@ struct ExtractRowOfElementwise : OpRewritePattern<vector::ExtractOp> {
   }
 };
 
-/// The pointer `ptr` is an offset of (its chain of getelementptr stripped).
-Value rootOf(Value ptr) {
-  while (auto gep = ptr.getDefiningOp<LLVM::GEPOp>())
-    ptr = gep.getBase();
-  return ptr;
-}
-
 /// Whether `op` may move later in its block to just before `user`: it has no memory
 /// effects, or it reads an accumulator buffer (which nothing between writes: after the K
 /// loop only c is written).
@@ -697,13 +690,13 @@ void mlir::tile::cpu::rowWiseEpilogues(Operation *kernel) {
         continue;
       if (auto load = dyn_cast<LLVM::LoadOp>(op)) {
         // A load moves past no op that may write memory but stores outside its buffer.
-        Value buffer = rootOf(load.getAddr());
+        Value buffer = pointerRoot(load.getAddr());
         bool clear = true;
         for (Operation *it = op->getNextNode(); it != first && clear; it = it->getNextNode()) {
           if (auto store = dyn_cast<LLVM::StoreOp>(it))
-            clear = rootOf(store.getAddr()) != buffer;
+            clear = pointerRoot(store.getAddr()) != buffer;
           else if (auto store = dyn_cast<LLVM::MaskedStoreOp>(it))
-            clear = rootOf(store.getData()) != buffer;
+            clear = pointerRoot(store.getData()) != buffer;
           else
             clear = sinkable(it);
         }
@@ -713,5 +706,13 @@ void mlir::tile::cpu::rowWiseEpilogues(Operation *kernel) {
       op->moveBefore(first);
     }
   });
+  // The rows' chains, now side by side, as one loop over the rows.
+  SetVector<Block *> epilogues;
+  kernel->walk([&](LLVM::LoadOp load) {
+    if (load->hasAttr(kAccumulatorLoadAttr))
+      epilogues.insert(load->getBlock());
+  });
+  for (Block *block : epilogues)
+    rollRowChains(*block, [](Operation *op) { return op->hasAttr(kAccumulatorLoadAttr); });
   kernel->walk([](Operation *op) { op->removeAttr(kAccumulatorLoadAttr); });
 }

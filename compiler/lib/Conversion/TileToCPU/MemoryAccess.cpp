@@ -6,6 +6,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 using namespace mlir;
 using namespace mlir::tile;
@@ -391,4 +392,69 @@ void mlir::tile::cpu::populateMemoryAccessPatterns(const TypeConverter &converte
                                                    RewritePatternSet &patterns, bool maskedStores) {
   patterns.add<LoadLowering>(converter, patterns.getContext());
   patterns.add<StoreLowering>(converter, patterns.getContext(), maskedStores);
+}
+
+namespace {
+
+/// The row of `block`, a rank-2 tensor whose rows are all alike (a splat, a row spread
+/// over the rows, pointers that add such blocks), as a rank-1 tensor built at `b`; null
+/// where `block` is not one. With `b` null it only answers (`block` or null).
+Value repeatedRow(OpBuilder *b, Value block) {
+  auto type = dyn_cast<RankedTensorType>(block.getType());
+  if (!type || type.getRank() != 2)
+    return Value();
+  auto rowType = RankedTensorType::get({type.getDimSize(1)}, type.getElementType());
+  if (auto splat = block.getDefiningOp<SplatOp>())
+    return b ? SplatOp::create(*b, splat.getLoc(), rowType, splat.getSrc()).getResult() : block;
+  if (auto broadcast = block.getDefiningOp<BroadcastOp>()) {
+    auto expand = broadcast.getSrc().getDefiningOp<ExpandDimsOp>();
+    if (!expand || expand.getAxis() != 0 || expand.getSrc().getType() != rowType)
+      return Value();
+    return b ? expand.getSrc() : block;
+  }
+  if (auto add = block.getDefiningOp<AddPtrOp>()) {
+    if (!repeatedRow(nullptr, add.getPtr()) || !repeatedRow(nullptr, add.getOffset()))
+      return Value();
+    if (!b)
+      return block;
+    return AddPtrOp::create(*b, add.getLoc(), rowType, repeatedRow(b, add.getPtr()),
+                            repeatedRow(b, add.getOffset()));
+  }
+  return Value();
+}
+
+/// A rank-2 load whose rows read the same lanes (the bias of a matmul, `bias[None, :]`)
+/// -> the load of one row, spread over the rows: one vector load where the block took one
+/// per row, and an epilogue whose rows then all add the same value.
+struct LoadRepeatedRowOnce : OpRewritePattern<LoadOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(LoadOp load, PatternRewriter &rewriter) const override {
+    if (!repeatedRow(nullptr, load.getPtr()) ||
+        (load.getMask() && !repeatedRow(nullptr, load.getMask())) ||
+        (load.getOther() && !repeatedRow(nullptr, load.getOther())))
+      return failure();
+    Location loc = load.getLoc();
+    auto type = cast<RankedTensorType>(load.getType());
+    Value mask = load.getMask() ? repeatedRow(&rewriter, load.getMask()) : Value();
+    Value other = load.getOther() ? repeatedRow(&rewriter, load.getOther()) : Value();
+    Value row = LoadOp::create(rewriter, loc, repeatedRow(&rewriter, load.getPtr()), mask, other);
+    auto oneRow = RankedTensorType::get({1, type.getDimSize(1)}, type.getElementType());
+    Value expanded = ExpandDimsOp::create(rewriter, loc, oneRow, row, 0);
+    rewriter.replaceOpWithNewOp<BroadcastOp>(load, type, expanded);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::tile::cpu::loadRepeatedRowsOnce(Operation *kernel) {
+  RewritePatternSet patterns(kernel->getContext());
+  patterns.add<LoadRepeatedRowOnce>(kernel->getContext());
+  (void)applyPatternsGreedily(kernel, std::move(patterns));
+}
+
+Value mlir::tile::cpu::pointerRoot(Value ptr) {
+  while (auto gep = ptr.getDefiningOp<LLVM::GEPOp>())
+    ptr = gep.getBase();
+  return ptr;
 }

@@ -142,6 +142,7 @@ struct ConvertTileToCPUPass : mlir::tile::impl::ConvertTileToCPUBase<ConvertTile
         return signalPassFailure();
       }
       appendGridArguments(kernel);
+      loadRepeatedRowsOnce(kernel);
     }
 
     CpuTypeConverter converter(ctx);
