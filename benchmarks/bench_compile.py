@@ -42,9 +42,15 @@ if op == "vector_add":
     a, b = torch.randn(size, device=device), torch.randn(size, device=device)
     call = lambda: torch.ops.tile.vector_add(a, b)
 else:
-    a = torch.randn(size, size, device=device, dtype=dtype)
-    b = torch.randn(size, size, device=device, dtype=dtype)
-    call = (lambda: torch.ops.tile.matmul(a, b)) if op == "matmul" else (
+    if dtype == torch.int8:
+        a = torch.randint(-128, 128, (size, size), device=device, dtype=dtype)
+        b = torch.randint(-128, 128, (size, size), device=device, dtype=dtype)
+        kwargs = {"out_dtype": torch.int32}
+    else:
+        a = torch.randn(size, size, device=device, dtype=dtype)
+        b = torch.randn(size, size, device=device, dtype=dtype)
+        kwargs = {}
+    call = (lambda: torch.ops.tile.matmul(a, b, **kwargs)) if op == "matmul" else (
         lambda: torch.ops.tile.matmul_leaky_relu(a, b, 0.01))
 sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
 sync()
@@ -57,8 +63,14 @@ print(json.dumps({"seconds": time.perf_counter() - start,
 
 OPS = ["vector_add", "matmul", "matmul_leaky_relu"]
 # First calls only: on a GPU, the largest kernel the default configs compile for a
-# mid-sized problem (a 2048^3 fp16 matmul takes 128 x 256 blocks over 8 warps).
-FIRST_CALL_ONLY = {"cuda": [("matmul", 2048, "float16")]}
+# mid-sized problem (a 2048^3 fp16 matmul takes 128 x 256 blocks over 8 warps); on the
+# CPU, the kernels of the other dtypes: where the host has AMX, bfloat16 and int8 take
+# 32 x 32 blocks on its tile registers at 256^3 and 64 x 64 ones at 1024^3, and a
+# 1024^3 float16 matmul runs as bfloat16 terms on them (elsewhere the vector kernels).
+FIRST_CALL_ONLY = {"cuda": [("matmul", 2048, "float16")],
+                   "cpu": [("matmul", 256, "bfloat16"), ("matmul", 1024, "bfloat16"),
+                           ("matmul", 256, "int8"), ("matmul", 1024, "int8"),
+                           ("matmul", 1024, "float16")]}
 
 
 def first_call(op, device, cache_dir, size=None, dtype="float32"):
@@ -132,7 +144,7 @@ def main():
         row = {"op": f"{op} {size}^3 {dtype}", "cold_first_call_ms": cold * 1e3,
                "warm_disk_first_call_ms": warm * 1e3}
         rows.append(row)
-        print(f"{row['op']:<18} {row['cold_first_call_ms']:>13.1f} ms {row['warm_disk_first_call_ms']:>13.1f} ms")
+        print(f"{row['op']:<24} {row['cold_first_call_ms']:>7.1f} ms {row['warm_disk_first_call_ms']:>13.1f} ms")
     print("cold/warm: median of fresh processes; per call: host time, median of interleaved batches;")
     print("per call: torch_tile.<op> against torch.add / torch.matmul (first ratio), and")
     print("torch.ops.tile.<op> against torch.ops.aten.<op> (second); above 1: tile costs more.")
@@ -142,7 +154,7 @@ def main():
         axis.bar([x - 0.2 for x in xs], [r["cold_first_call_ms"] for r in rows], 0.4, label="cold first call")
         axis.bar([x + 0.2 for x in xs], [r["warm_disk_first_call_ms"] for r in rows], 0.4,
                  label="warm-disk first call")
-        axis.set_xticks(list(xs), [r["op"] for r in rows])
+        axis.set_xticks(list(xs), [r["op"] for r in rows], rotation=30, ha="right", fontsize=7)
         axis.set_ylabel("ms")
 
     path = write_results(f"bench_compile_{args.device}", torch.device(args.device), rows, plot)

@@ -180,7 +180,9 @@ void tile::binding::prepareMatmul(MatmulCall &call, const char *op, const at::Te
   // does every call on AMX tile registers (see specify()).
   bool unitKOfA = a.stride(1) == 1 || k == 1;
   bool cpu = target.kind == TargetKind::Cpu;
-  bool onTiles = cpu && usesMatrixTiles(target, specDtype(a.scalar_type()), unitKOfA, m);
+  bool tileDtype = a.scalar_type() == at::kBFloat16 || a.scalar_type() == at::kChar;
+  bool onTiles =
+      cpu && tileDtype && usesMatrixTiles(target, specDtype(a.scalar_type()), unitKOfA, m);
   bool panels = cpu && (onTiles || packsBIntoPanels(m, n, k, b.element_size()));
   call.op = op;
   call.a = rowsOnWholeCacheLines(a, n, onTiles);

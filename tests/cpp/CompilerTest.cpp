@@ -250,6 +250,19 @@ TEST(Target, NamedCpusCarryTheirFeatures) {
   EXPECT_EQ(Target::parse("cpu:nonsense").features, "");
 }
 
+TEST(Target, FeaturesAreWholeEnabledItems) {
+  Target target;
+  target.features = "+avx512f,-avx512bw,+amx-tile";
+  EXPECT_TRUE(target.hasFeature("avx512f"));
+  EXPECT_TRUE(target.hasFeature("amx-tile")) << "the last item";
+  EXPECT_FALSE(target.hasFeature("avx512bw")) << "disabled";
+  EXPECT_FALSE(target.hasFeature("avx512")) << "a prefix of an item";
+  EXPECT_FALSE(target.hasFeature("tile")) << "a suffix of an item";
+  EXPECT_FALSE(target.hasFeature(""));
+  target.features = "";
+  EXPECT_FALSE(target.hasFeature("avx512f"));
+}
+
 TEST(Ops, RejectBadSpecs) {
   auto context = createContext();
   EXPECT_THROW(ops::buildKernel(*context, vectorAddSpec("f32", 100)), std::invalid_argument);

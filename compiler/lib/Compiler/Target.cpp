@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string_view>
 #include <vector>
 
 #if defined(__linux__) && defined(__x86_64__)
@@ -46,7 +47,18 @@ std::string Target::str() const {
 }
 
 bool Target::hasFeature(const std::string &feature) const {
-  return ("," + features + ",").find(",+" + feature + ",") != std::string::npos;
+  // Item by item, building no string: the CPU binding asks on every call.
+  std::string_view rest(features);
+  while (!rest.empty()) {
+    size_t comma = rest.find(',');
+    std::string_view item = rest.substr(0, comma);
+    if (item.size() == feature.size() + 1 && item.front() == '+' && item.substr(1) == feature)
+      return true;
+    if (comma == std::string_view::npos)
+      break;
+    rest.remove_prefix(comma + 1);
+  }
+  return false;
 }
 
 std::string Target::fullId() const {
