@@ -168,7 +168,10 @@ def fuse_matmul_leaky_relu(graph: torch.fx.Graph, wanted: GemmFilter = None,
         if parts is None:
             continue
         x, slope, mask, scaled = parts
-        gemm = _gemm_parts(x)
+        # float16 and bfloat16: leaky_relu as decomposed computes in float32, between a
+        # widening of the GEMM's output and a narrowing of its own.
+        gemm_node, narrowed = _widened_gemm(x, where)
+        gemm = _gemm_parts(gemm_node)
         if gemm is None or (gemm[2] is not None and not _kernel_takes_bias(gemm[2], gemm[1])):
             continue
         a, b, bias = gemm
@@ -192,7 +195,9 @@ def fuse_matmul_leaky_relu(graph: torch.fx.Graph, wanted: GemmFilter = None,
             fused = _insert_after(x, tile_inductor.matmul_leaky_relu_bias.default, (a, b, bias, slope))
         else:
             fused = _insert_after(x, op, (a, b, slope), {} if bias is None else {"bias": bias})
-        where.replace_all_uses_with(fused)
+        (where if narrowed is None else narrowed).replace_all_uses_with(fused)
+        if narrowed is not None:
+            graph.erase_node(narrowed)
         graph.erase_node(where)
         graph.erase_node(scaled)
         for m in masks:
@@ -201,8 +206,31 @@ def fuse_matmul_leaky_relu(graph: torch.fx.Graph, wanted: GemmFilter = None,
             else:
                 graph.erase_node(m)
         graph.erase_node(x)
+        if gemm_node is not x:
+            graph.erase_node(gemm_node)
         fused_count += 1
     return fused_count
+
+
+def _widened_gemm(x, where):
+    """(gemm, narrowed) where leaky_relu's input `x` is a float16 or bfloat16 GEMM's
+    output widened to float32 (read by nothing else) and `where`, its result, is read only
+    by its narrowing back to that dtype: the fused kernel's leaky_relu on its float32
+    accumulator, rounded once, is then the pair's (which rounds the GEMM's output first:
+    they differ by at most an ulp of the result where x < 0). (x, None) otherwise.
+    """
+    convert = torch.ops.prims.convert_element_type.default
+    if x.target != convert or x.args[1] != torch.float32 or not isinstance(x.args[0], torch.fx.Node):
+        return x, None
+    gemm = x.args[0]
+    narrow = _val(gemm).dtype
+    users = list(where.users)
+    if narrow not in (torch.float16, torch.bfloat16) or len(gemm.users) != 1 or len(users) != 1:
+        return x, None
+    narrowed = users[0]
+    if narrowed.target != convert or narrowed.args[1] != narrow:
+        return x, None
+    return gemm, narrowed
 
 
 def matmul_to_tile(graph: torch.fx.Graph, wanted: GemmFilter = None) -> int:

@@ -83,13 +83,23 @@ def test_backend_is_listed_without_importing_torch_tile():
     assert result.returncode == 0, result.stderr
 
 
+# float16 and bfloat16: leaky_relu as decomposed computes in float32 between a widening of
+# the GEMM's output and a narrowing of its own, which the fusion takes in. Tolerances: the
+# fused kernel rounds once where eager rounds the GEMM's output first, and the GEMMs sum in
+# another order.
+DTYPES = [pytest.param(torch.float32, 1e-4, id="float32"),
+          pytest.param(torch.float16, 2e-3, id="float16"),
+          pytest.param(torch.bfloat16, 2e-2, id="bfloat16")]
+
+
+@pytest.mark.parametrize("dtype, tolerance", DTYPES)
 @pytest.mark.parametrize("first_bias", [True, False])
-def test_mlp_training_matches_eager_and_runs_tile(first_bias):
-    model = MLP(first_bias=first_bias)
+def test_mlp_training_matches_eager_and_runs_tile(first_bias, dtype, tolerance):
+    model = MLP(first_bias=first_bias).to(dtype)
     compiled = torch.compile(model, backend="tile", fullgraph=True)
-    x, out_grad = torch.randn(32, 64), torch.randn(32, 64)
+    x, out_grad = torch.randn(32, 64, dtype=dtype), torch.randn(32, 64, dtype=dtype)
     got, (forward_code, backward_code) = run_and_get_code(training_step, compiled, x, out_grad)
-    assert_matches(got, training_step(model, x, out_grad))
+    assert_matches(got, training_step(model, x, out_grad), tolerance)
 
     # No GEMM is left to Inductor; up and leaky_relu fuse, with up's bias in the kernel's
     # epilogue where it has one, and down's bias goes into its kernel too.
@@ -104,18 +114,20 @@ def test_mlp_training_matches_eager_and_runs_tile(first_bias):
     # On this CPU no add is worth tile.vector_add (graph_rewrites.VECTOR_ADD_MIN_ELEMENTS).
     assert "vector_add" not in forward_code + backward_code
 
-    x, out_grad = torch.randn(32, 64), torch.randn(32, 64)
+    x, out_grad = torch.randn(32, 64, dtype=dtype), torch.randn(32, 64, dtype=dtype)
     assert tile_ops_profiled(lambda: training_step(compiled, x, out_grad)) == {
         "tile::matmul", "tile::matmul_leaky_relu"}
-    assert_matches(training_step(compiled, x, out_grad), training_step(model, x, out_grad))
+    assert_matches(training_step(compiled, x, out_grad), training_step(model, x, out_grad),
+                   tolerance)
 
 
-def test_linear_with_bias_and_leaky_relu_fuse_in_inference():
-    model = MLP(first_bias=True)
-    x = torch.randn(24, 64)
+@pytest.mark.parametrize("dtype, tolerance", DTYPES)
+def test_linear_with_bias_and_leaky_relu_fuse_in_inference(dtype, tolerance):
+    model = MLP(first_bias=True).to(dtype)
+    x = torch.randn(24, 64, dtype=dtype)
     with torch.no_grad():
         got, (code,) = run_and_get_code(torch.compile(model, backend="tile", fullgraph=True), x)
-        assert relative_error(got, model(x)) < 1e-4
+        assert relative_error(got, model(x)) < tolerance
     # One kernel for Linear + bias + leaky_relu, one for Linear + bias: no aten GEMM, no
     # leaky_relu (a where) and no bias add left for Inductor but the residual add.
     assert code.count("torch.ops.tile.matmul_leaky_relu.default(") == 1
