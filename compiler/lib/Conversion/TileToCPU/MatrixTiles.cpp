@@ -25,6 +25,7 @@
 
 #include "tile/Target/CpuArch.h"
 
+#include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -46,6 +47,11 @@ constexpr StringLiteral kAccumulatorLoadAttr = "tile.accumulator_load";
 /// Marks the loads of an accumulator's tiles from its buffer at the start of a dot (or of
 /// a chunk of its k), for keepAccumulatorsInTileBuffers.
 constexpr StringLiteral kAccumulatorTileLoadAttr = "tile.accumulator_tile_load";
+
+/// Marks the loop over a block's sub-blocks: each of its iterations visits other tiles of
+/// the accumulator, so a tile's first visit does not wait for its first iteration
+/// (readZerosAtFirstVisits).
+constexpr StringLiteral kSubBlockLoopAttr = "tile.sub_block_loop";
 
 /// A tile's rows, and its row length in bytes.
 constexpr int64_t kTileRows = 16, kTileRowBytes = 64;
@@ -229,9 +235,15 @@ SmallVector<Value> mlir::tile::cpu::matrixTileMicrokernel(OpBuilder &b, Location
         ->setAttr(kAccumulatorRowAttr, b.getI64IntegerAttr(i));
   Value bufferStride = i64Value(b, loc, rowBytes);
   // The corner of the accumulator's tile (band, chunk) in the buffer.
-  auto cornerOf = [&](OpBuilder &b, Location loc, int64_t band, int64_t chunk) -> Value {
-    return LLVM::GEPOp::create(b, loc, ptrType, b.getI8Type(), rowAt(band * kTileRows),
-                               ArrayRef<LLVM::GEPArg>{int32_t(chunk * kTileRowBytes)});
+  auto cornerOf = [&](OpBuilder &b, Location loc, Value band, Value chunk) -> Value {
+    Value offset = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, band, i64Value(b, loc, kTileRows * rowBytes)),
+        arith::MulIOp::create(b, loc, chunk, i64Value(b, loc, kTileRowBytes)));
+    return LLVM::GEPOp::create(b, loc, ptrType, b.getI8Type(), buffer,
+                               ArrayRef<LLVM::GEPArg>{offset});
+  };
+  auto plus = [](OpBuilder &b, Location loc, Value x, int64_t y) -> Value {
+    return y == 0 ? x : arith::AddIOp::create(b, loc, x, i64Value(b, loc, y)).getResult();
   };
 
   // Each operand from its own memory where every lane a tile reads is kept, else from
@@ -286,7 +298,7 @@ SmallVector<Value> mlir::tile::cpu::matrixTileMicrokernel(OpBuilder &b, Location
   // chunks from `firstChunk`, from k0 to k1: a's and b's tiles loaded once per k step,
   // a's from its own memory before kInPlace and from the staged copy after (chosen per
   // step: one loop, where a second for the staged step had cost 10-14 ms of compile).
-  auto multiply = [&](OpBuilder &b, Location loc, int64_t firstBand, int64_t firstChunk, Value k0,
+  auto multiply = [&](OpBuilder &b, Location loc, Value firstBand, Value firstChunk, Value k0,
                       Value k1, SmallVector<Value> tiles) {
     auto loop = scf::ForOp::create(
         b, loc, k0, k1, i64Value(b, loc, kStep), tiles,
@@ -298,11 +310,11 @@ SmallVector<Value> mlir::tile::cpu::matrixTileMicrokernel(OpBuilder &b, Location
               arith::SelectOp::create(b, loc, own, aOwn.rowStride, aTailSource.rowStride)};
           Value aFirstK = arith::SelectOp::create(b, loc, own, i64Value(b, loc, 0), kInPlace);
           Value aStride = bytes(aSource.rowStride);
-          for (int64_t band = firstBand; band < firstBand + subBands; ++band) {
+          for (int64_t band = 0; band < subBands; ++band) {
+            Value firstRow = arith::MulIOp::create(b, loc, plus(b, loc, firstBand, band),
+                                                   i64Value(b, loc, kTileRows));
             Value offset = arith::AddIOp::create(
-                b, loc,
-                arith::MulIOp::create(b, loc, i64Value(b, loc, band * kTileRows),
-                                      aSource.rowStride),
+                b, loc, arith::MulIOp::create(b, loc, firstRow, aSource.rowStride),
                 arith::SubIOp::create(b, loc, kk, aFirstK));
             aTiles.push_back(
                 loadTile(b, loc, elementsFrom(b, loc, aSource.base, element, offset), aStride));
@@ -310,9 +322,11 @@ SmallVector<Value> mlir::tile::cpu::matrixTileMicrokernel(OpBuilder &b, Location
           // b's row of groups kk / group, chunk c's 16 columns of `group` k each.
           Value groupRow = arith::DivUIOp::create(b, loc, kk, i64Value(b, loc, group));
           Value rowStart = arith::MulIOp::create(b, loc, groupRow, bSource.rowStride);
-          for (int64_t chunk = firstChunk; chunk < firstChunk + subChunks; ++chunk) {
-            Value offset = arith::AddIOp::create(b, loc, rowStart,
-                                                 i64Value(b, loc, chunk * kTileRows * group));
+          for (int64_t chunk = 0; chunk < subChunks; ++chunk) {
+            Value offset =
+                arith::AddIOp::create(b, loc, rowStart,
+                                      arith::MulIOp::create(b, loc, plus(b, loc, firstChunk, chunk),
+                                                            i64Value(b, loc, kTileRows * group)));
             bTiles.push_back(
                 loadTile(b, loc, elementsFrom(b, loc, bSource.base, element, offset), bStride));
           }
@@ -329,26 +343,31 @@ SmallVector<Value> mlir::tile::cpu::matrixTileMicrokernel(OpBuilder &b, Location
         });
     return SmallVector<Value>(loop.getResults());
   };
-  auto loadSubBlock = [&](OpBuilder &b, Location loc, int64_t firstBand, int64_t firstChunk) {
+  auto loadSubBlock = [&](OpBuilder &b, Location loc, Value firstBand, Value firstChunk) {
     SmallVector<Value> tiles;
-    for (int64_t band = firstBand; band < firstBand + subBands; ++band)
-      for (int64_t chunk = firstChunk; chunk < firstChunk + subChunks; ++chunk) {
-        tiles.push_back(loadTile(b, loc, cornerOf(b, loc, band, chunk), bufferStride));
+    for (int64_t band = 0; band < subBands; ++band)
+      for (int64_t chunk = 0; chunk < subChunks; ++chunk) {
+        tiles.push_back(loadTile(
+            b, loc,
+            cornerOf(b, loc, plus(b, loc, firstBand, band), plus(b, loc, firstChunk, chunk)),
+            bufferStride));
         tiles.back().getDefiningOp()->setAttr(kAccumulatorTileLoadAttr, b.getUnitAttr());
       }
     return tiles;
   };
-  auto storeSubBlock = [&](OpBuilder &b, Location loc, int64_t firstBand, int64_t firstChunk,
+  auto storeSubBlock = [&](OpBuilder &b, Location loc, Value firstBand, Value firstChunk,
                            ValueRange tiles) {
     for (int64_t band = 0; band < subBands; ++band)
       for (int64_t chunk = 0; chunk < subChunks; ++chunk)
-        storeTile(b, loc, cornerOf(b, loc, firstBand + band, firstChunk + chunk), bufferStride,
-                  tiles[band * subChunks + chunk]);
+        storeTile(b, loc,
+                  cornerOf(b, loc, plus(b, loc, firstBand, band), plus(b, loc, firstChunk, chunk)),
+                  bufferStride, tiles[band * subChunks + chunk]);
   };
   Value zero = i64Value(b, loc, 0);
   if (subBands == bands && subChunks == chunks) {
     // One sub-block: its tiles stay in registers through the whole K loop.
-    storeSubBlock(b, loc, 0, 0, multiply(b, loc, 0, 0, zero, kEnd, loadSubBlock(b, loc, 0, 0)));
+    storeSubBlock(b, loc, zero, zero,
+                  multiply(b, loc, zero, zero, zero, kEnd, loadSubBlock(b, loc, zero, zero)));
   } else {
     // Several: a few k steps at a time, over which each sub-block's tiles go in and out of
     // the buffer while the others' a and b rows wait in L1, so that each row comes
@@ -362,11 +381,33 @@ SmallVector<Value> mlir::tile::cpu::matrixTileMicrokernel(OpBuilder &b, Location
                          Value k1 = arith::MinSIOp::create(
                              b, loc, arith::AddIOp::create(b, loc, k0, i64Value(b, loc, chunkK)),
                              kEnd);
-                         for (int64_t band = 0; band < bands; band += subBands)
-                           for (int64_t chunk = 0; chunk < chunks; chunk += subChunks)
-                             storeSubBlock(b, loc, band, chunk,
-                                           multiply(b, loc, band, chunk, k0, k1,
-                                                    loadSubBlock(b, loc, band, chunk)));
+                         // The sub-blocks as a loop, not unrolled: each is a K loop of
+                         // its own, and four of them had been a fifth of a 64 x 64
+                         // kernel's compile.
+                         int64_t perRow = chunks / subChunks;
+                         auto subBlocks = scf::ForOp::create(
+                             b, loc, zero, i64Value(b, loc, (bands / subBands) * perRow),
+                             i64Value(b, loc, 1), ValueRange{},
+                             [&](OpBuilder &b, Location loc, Value sub, ValueRange) {
+                               Value band = arith::MulIOp::create(
+                                   b, loc,
+                                   arith::DivUIOp::create(b, loc, sub, i64Value(b, loc, perRow)),
+                                   i64Value(b, loc, subBands));
+                               Value chunk = arith::MulIOp::create(
+                                   b, loc,
+                                   arith::RemUIOp::create(b, loc, sub, i64Value(b, loc, perRow)),
+                                   i64Value(b, loc, subChunks));
+                               storeSubBlock(b, loc, band, chunk,
+                                             multiply(b, loc, band, chunk, k0, k1,
+                                                      loadSubBlock(b, loc, band, chunk)));
+                               scf::YieldOp::create(b, loc);
+                             });
+                         subBlocks->setAttr(kSubBlockLoopAttr, b.getUnitAttr());
+                         // LLVM would unroll it again (four trips).
+                         subBlocks->setAttr("llvm.loop_annotation",
+                                            parseAttribute("#llvm.loop_annotation<unroll = "
+                                                           "<disable = true>>",
+                                                           b.getContext()));
                          scf::YieldOp::create(b, loc);
                        });
   }
@@ -502,7 +543,8 @@ bool readZerosAtFirstVisits(scf::ForOp loop, Value buffer, Operation *kernel) {
     Value first;
     for (Operation *parent = load->getParentOp();; parent = parent->getParentOp()) {
       everyIteration &= isa<scf::ForOp>(parent);
-      if (auto enclosing = dyn_cast<scf::ForOp>(parent)) {
+      auto enclosing = dyn_cast<scf::ForOp>(parent);
+      if (enclosing && !enclosing->hasAttr(kSubBlockLoopAttr)) {
         Value atStart =
             arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, enclosing.getInductionVar(),
                                   enclosing.getLowerBound());
@@ -603,6 +645,7 @@ void mlir::tile::cpu::keepAccumulatorsInTileBuffers(Operation *kernel) {
   kernel->walk([](Operation *op) {
     op->removeAttr(kAccumulatorRowAttr);
     op->removeAttr(kAccumulatorTileLoadAttr);
+    op->removeAttr(kSubBlockLoopAttr);
   });
 }
 
