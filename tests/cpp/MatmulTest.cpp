@@ -147,6 +147,19 @@ std::string groupedAssembly(const GroupedDotCase &c, const Target &target, int64
   return compile(*module, target, options).stages.at(3).second;
 }
 
+/// The assembly of groupedSpec's 64 x 64 kernel on a CPU with AMX for its dtype.
+std::string largeBlockOnTiles(const GroupedDotCase &c) {
+  std::string amx = c.in == "bf16" ? "amx-bf16" : "amx-int8";
+  return groupedAssembly(c, cpusWithAndWithout("sapphirerapids", "amx-tile,+" + amx).first, 64, 64,
+                         1024);
+}
+
+/// How many times `pattern` matches in `text`.
+long matches(const std::string &text, const std::regex &pattern) {
+  return std::distance(std::sregex_iterator(text.begin(), text.end(), pattern),
+                       std::sregex_iterator());
+}
+
 TEST_P(GroupedDots, TakeTheDotProductInstructionWhereTheCpuHasIt) {
   // On a CPU with AVX512-BF16 (AVX512-VNNI) the full blocks of a bf16 (int8) dot whose a
   // rows are unit-stride multiply pairs (quads) of k with vdpbf16ps (vpdpbusd); b's rows
@@ -219,13 +232,8 @@ TEST_P(GroupedDots, StoreEachRowOfALargeBlockAsItIsConverted) {
   // spilled (the block's epilogue built whole had loaded every row first: 117 vector
   // stores to the stack for bf16).
   const GroupedDotCase &c = GetParam();
-  bool bf16 = c.in == "bf16";
-  auto [with, without] = cpusWithAndWithout("sapphirerapids", std::string("amx-tile,+") +
-                                                                  (bf16 ? "amx-bf16" : "amx-int8"));
-  std::string assembly = groupedAssembly(c, with, 64, 64, 1024);
-  std::regex stackStore(R"(\tvmov\w*\s+%[xyz]mm\d+, -?\d*\(%rsp\))");
-  auto stores = std::distance(std::sregex_iterator(assembly.begin(), assembly.end(), stackStore),
-                              std::sregex_iterator());
+  std::string assembly = largeBlockOnTiles(c);
+  auto stores = matches(assembly, std::regex(R"(\tvmov\w*\s+%[xyz]mm\d+, -?\d*\(%rsp\))"));
   EXPECT_LT(stores, 8) << "vector stores to the stack in the 64 x 64 " << c.in << " kernel";
 }
 
@@ -235,13 +243,8 @@ TEST_P(GroupedDots, StoreTheRowsOfALargeBlockInOneLoop) {
   // of the kernel's compile. A row's mask is computed from the row's index, not read back
   // from a mask stored to the stack at every row.
   const GroupedDotCase &c = GetParam();
-  bool bf16 = c.in == "bf16";
-  auto [with, without] = cpusWithAndWithout("sapphirerapids", std::string("amx-tile,+") +
-                                                                  (bf16 ? "amx-bf16" : "amx-int8"));
-  std::string assembly = groupedAssembly(c, with, 64, 64, 1024);
-  std::regex maskedStore(R"(\tvmov\w*\s+%zmm\d+, [^\n]*\{%k\d\})");
-  auto stores = std::distance(std::sregex_iterator(assembly.begin(), assembly.end(), maskedStore),
-                              std::sregex_iterator());
+  std::string assembly = largeBlockOnTiles(c);
+  auto stores = matches(assembly, std::regex(R"(\tvmov\w*\s+%zmm\d+, [^\n]*\{%k\d\})"));
   // 4 (int32) or 2 (bf16) stores a row: 3 rows' worth, where 64 rows unrolled had 64.
   EXPECT_LE(stores, 12) << "masked stores of c in the 64 x 64 " << c.in << " kernel";
   EXPECT_GE(stores, 2);
@@ -254,19 +257,12 @@ TEST_P(GroupedDots, MultiplyTheSubBlocksOfALargeBlockInOneLoop) {
   // step: they run as one loop over the sub-blocks, which LLVM is told not to unroll
   // (unrolled, they had been a tenth of the kernel's first call: bf16 1024^3 83 -> 74 ms).
   const GroupedDotCase &c = GetParam();
-  bool bf16 = c.in == "bf16";
-  auto [with, without] = cpusWithAndWithout("sapphirerapids", std::string("amx-tile,+") +
-                                                                  (bf16 ? "amx-bf16" : "amx-int8"));
-  std::string assembly = groupedAssembly(c, with, 64, 64, 1024);
-  std::string tileDot = bf16 ? "\ttdpbf16ps" : "\ttdpbssd";
-  size_t dots = 0;
-  for (size_t at = assembly.find(tileDot); at != std::string::npos;
-       at = assembly.find(tileDot, at + 1))
-    ++dots;
+  std::string assembly = largeBlockOnTiles(c);
+  auto dots = matches(assembly, std::regex(c.in == "bf16" ? "\ttdpbf16ps" : "\ttdpbssd"));
   // One sub-block's 4, in each copy LLVM makes of the loops around them (it unrolls the
   // int8 kernel's loop over BLOCK_K by 2); the sub-blocks unrolled had 16 in each.
-  EXPECT_GE(dots, 4u);
-  EXPECT_LT(dots, 16u) << "tile dots in the 64 x 64 " << c.in << " kernel";
+  EXPECT_GE(dots, 4);
+  EXPECT_LT(dots, 16) << "tile dots in the 64 x 64 " << c.in << " kernel";
 }
 
 INSTANTIATE_TEST_SUITE_P(Cpu, GroupedDots,
