@@ -28,7 +28,7 @@ at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
   tile::binding::prepareMatmul(call, op, a, b, negativeSlope, outDtype, bias, target,
                                /*contiguousRowsOfB=*/true);
   if (call.empty())
-    return call.c;
+    return call.result();
   auto run = [&](const tile::runtime::LaunchPlan &plan) {
     if (plan.bPanelWidth)
       tile::binding::packBIntoPanels(call, plan.bPanelWidth, plan.bPanelGroup,
@@ -45,12 +45,12 @@ at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
   };
   if (auto plan = tile::runtime::reusePlan(call.signature)) {
     run(*plan);
-    return call.c;
+    return call.result();
   }
   call.specify();
   auto planFor = [&](const tile::ops::KernelSpec &spec, int64_t programs) {
     return tile::runtime::cpuMatmulPlan(tile::runtime::KernelCache::global().get(spec, target),
-                                        spec, target, programs, a.size(0), a.size(1));
+                                        spec, target, programs, call.a.size(0), a.size(1));
   };
   auto [spec, programs] = tile::binding::chooseMatmulConfig(
       call, target, [&](const tile::ops::KernelSpec &spec, int64_t programs) { run(planFor(spec, programs)); },
@@ -58,7 +58,7 @@ at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
   auto plan = planFor(spec, programs);
   tile::runtime::LaunchPlans::global().insert(call.signature, plan);
   run(plan);
-  return call.c;
+  return call.result();
 }
 
 /// `sizes` of float32 in the calling thread's scratch buffer for `use`.

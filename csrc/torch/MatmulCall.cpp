@@ -12,6 +12,7 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 
@@ -145,26 +146,35 @@ at::ScalarType tile::binding::checkMatmulCall(const char *op, const at::Tensor &
 
 namespace {
 
-/// a, or a copy of it whose rows lie whole cache lines apart, where the matrix tiles read
-/// it: a tile row that straddles two lines costs both (a 512x512x448 int8 matmul ran 28%
-/// slower with a's rows 500 bytes apart than 448). The copy's rows end in zeros up to the
-/// next line, and the kernel takes them as a's k: b's panels hold zeros there too (they
-/// are written whole, to a multiple of 64 bytes of k), so the product is the same and no
-/// k step is partial (its staging had cost as much again). The copy moves M x K elements
-/// against M x N x K multiply-adds: from 384 columns of b on it paid (2-core AMX Xeon,
-/// against torch: int8 512x512x500 0.73-0.80 -> 0.86x, 1000^3 0.86-0.88 -> 0.95-1.10x,
-/// 500^3 0.60 -> 0.65x; bf16 1000^3 1.24-1.27 -> 1.42-1.44x, before the zeros), at 256
-/// columns it lost (int8 256x256x250 0.61 -> 0.48x).
-at::Tensor rowsOnWholeCacheLines(const at::Tensor &a, int64_t n, bool onTiles) {
-  constexpr int64_t kCacheLine = 64, kColumnsWorthACopy = 384;
+/// a, or a copy of it whose rows lie whole cache lines apart and whose rows are a whole
+/// number of 64-row blocks, where the matrix tiles read it.
+/// - A tile row that straddles two lines costs both (a 512x512x448 int8 matmul ran 28%
+///   slower with a's rows 500 bytes apart than 448). The copy's rows end in zeros up to the
+///   next line, and the kernel takes them as a's k: b's panels hold zeros there too (they
+///   are written whole, to a multiple of 64 bytes of k), so the product is the same and no
+///   k step is partial (its staging had cost as much again).
+/// - The block row at M's edge staged all of its rows of a for every block of it: int8
+///   500x500x500 took 152 us against 106 for 512x500x500 (2 threads, AMX Xeon). The copy's
+///   rows past M are zeros, and the kernel runs the whole blocks; their rows of c land in
+///   the rows past M of c's allocation, which the caller does not see (MatmulCall::result).
+/// The copy moves M x K elements against M x N x K multiply-adds: from 384 columns of b on
+/// it paid (against torch: int8 512x512x500 0.73-0.80 -> 0.86x, 1000^3 0.86-0.88 ->
+/// 0.95-1.10x, 500^3 0.60 -> 0.65x; bf16 1000^3 1.24-1.27 -> 1.42-1.44x, before the zeros),
+/// at 256 columns it lost (int8 256x256x250 0.61 -> 0.48x).
+at::Tensor onWholeLinesAndBlocks(const at::Tensor &a, int64_t n, bool onTiles) {
+  constexpr int64_t kCacheLine = 64, kColumnsWorthACopy = 384, kBlockRows = 64;
   int64_t m = a.size(0), k = a.size(1), bytes = a.element_size();
-  if (!onTiles || n < kColumnsWorthACopy || (a.stride(0) * bytes) % kCacheLine == 0)
+  bool linesOff = (a.stride(0) * bytes) % kCacheLine != 0, rowsOff = m % kBlockRows != 0;
+  if (!onTiles || n < kColumnsWorthACopy || (!linesOff && !rowsOff))
     return a;
   int64_t pitch = (k * bytes + kCacheLine - 1) / kCacheLine * kCacheLine;
-  void *copy = tile::runtime::threadScratch(tile::runtime::ScratchUse::AlignedA, m * pitch);
+  int64_t rows = (m + kBlockRows - 1) / kBlockRows * kBlockRows;
+  auto *copy = static_cast<char *>(
+      tile::runtime::threadScratch(tile::runtime::ScratchUse::AlignedA, rows * pitch));
   tile::runtime::copyRows(a.const_data_ptr(), a.stride(0) * bytes, m, k * bytes, copy, pitch,
                           tile::binding::atenParallelFor);
-  return at::from_blob(copy, {m, pitch / bytes}, {pitch / bytes, 1}, a.options());
+  std::memset(copy + m * pitch, 0, size_t((rows - m) * pitch));
+  return at::from_blob(copy, {rows, pitch / bytes}, {pitch / bytes, 1}, a.options());
 }
 
 } // namespace
@@ -185,7 +195,10 @@ void tile::binding::prepareMatmul(MatmulCall &call, const char *op, const at::Te
       cpu && tileDtype && usesMatrixTiles(target, specDtype(a.scalar_type()), unitKOfA, m);
   bool panels = cpu && (onTiles || packsBIntoPanels(m, n, k, b.element_size()));
   call.op = op;
-  call.a = rowsOnWholeCacheLines(a, n, onTiles);
+  call.rows = m;
+  call.a = onWholeLinesAndBlocks(a, n, onTiles);
+  // The kernel runs the rows of the copy (a whole number of blocks); c has as many.
+  m = call.a.size(0);
   call.target = &target;
   // Otherwise the CPU microkernel reads b a row at a time as one vector load; rows that
   // are not contiguous (b transposed) would be gathered element by element, ~25x slower

@@ -19,6 +19,7 @@ namespace tile::binding {
 /// One prepared call: `args` points into this object, so it stays where it was made.
 struct MatmulCall {
   at::Tensor a, b, c;
+  int64_t rows = 0; ///< the call's rows of a and c (the kernel may run more)
   at::Tensor bias; ///< undefined without one
   const Target *target = nullptr;
   const char *op = nullptr;
@@ -31,6 +32,9 @@ struct MatmulCall {
 
   /// c has no elements: nothing to launch.
   bool empty() const { return c.numel() == 0; }
+  /// The op's result: c, but for rows the kernel ran past the call's (a copy of a padded
+  /// to whole blocks, see prepareMatmul).
+  at::Tensor result() const { return c.size(0) == rows ? c : c.narrow(0, 0, rows); }
 
   /// Builds `spec` (the target family's default config for the shape, specialized on the
   /// layout the signature records) and `programs`: what a call whose signature has no

@@ -382,6 +382,18 @@ def test_large_blocks_of_matrix_tiles(op, pair, tmp_path):
     assert specs and all(("BLOCK_M=64" in spec) == amx for spec in specs), specs
 
 
+@pytest.mark.parametrize("op, pair", [p for p in OP_PAIRS if p.values[1].inputs in (torch.bfloat16, torch.int8)])
+@pytest.mark.parametrize("m", [500, 449])
+def test_rows_past_a_whole_block(op, pair, m):
+    # Where the host has AMX, a's copy is padded to whole 64-row blocks (the kernel runs
+    # the last block row whole, into rows of c's allocation past M): the result has M rows
+    # all the same, contiguous, and the rows past M reach nobody.
+    a, b = random_inputs((m, 500, 500), pair.inputs)
+    out = check(op, a, b, pair)
+    assert out.shape == (m, 500) and out.stride() == (500, 1) and out.is_contiguous()
+    assert out.clone().shape == (m, 500)
+
+
 def test_far_apart_rows_of_b_are_read_from_panels(tmp_path):
     # f32 rows of b 2 KB or more apart put a block's runs in few cache sets: b is copied
     # into panels below the L2's size too (here 400 KB), ragged in every dimension.
