@@ -106,10 +106,16 @@ std::optional<at::Tensor> matmulHalfOnBfloat16Tiles(const char *op, const at::Te
     return reinterpret_cast<const uint16_t *>(x.const_data_ptr<at::Half>());
   };
   auto bfloat16 = a.options().dtype(at::kBFloat16);
+  // a's terms to a whole number of 64-row blocks, the rows past M zeros: the tiles then
+  // run the last block row whole, as they would on a's own copy (prepareMatmul), which
+  // this spares.
+  constexpr int64_t kBlockRows = 64;
+  int64_t rows = (m + kBlockRows - 1) / kBlockRows * kBlockRows;
   at::Tensor c;
   for (int64_t k0 = 0; k0 < k; k0 += chunkK) {
     int64_t kk = std::min(chunkK, k - k0), length = tile::runtime::halfSplitTermLength(kk);
-    uint16_t *aTerms = scratchBfloat16s(ScratchUse::FloatA, m * terms * length);
+    uint16_t *aTerms = scratchBfloat16s(ScratchUse::FloatA, rows * terms * length);
+    std::fill(aTerms + m * terms * length, aTerms + rows * terms * length, uint16_t(0));
     uint16_t *bTerms = scratchBfloat16s(ScratchUse::FloatB, terms * length * n);
     if (!tile::runtime::splitHalves(halves(aRows) + k0 * aRows.stride(1), m, kk, aRows.stride(0),
                                     aRows.stride(1), tile::runtime::placeRowsOfA(aTerms, kk, terms),
@@ -118,10 +124,10 @@ std::optional<at::Tensor> matmulHalfOnBfloat16Tiles(const char *op, const at::Te
             halves(bRows) + k0 * bRows.stride(0), kk, n, bRows.stride(0), bRows.stride(1),
             tile::runtime::placeRowsOfB(bTerms, kk, n, terms), tile::binding::atenParallelFor))
       return std::nullopt;
-    at::Tensor aSplit = at::from_blob(aTerms, {m, terms * length}, bfloat16);
+    at::Tensor aSplit = at::from_blob(aTerms, {rows, terms * length}, bfloat16);
     at::Tensor bSplit = at::from_blob(bTerms, {terms * length, n}, bfloat16);
     if (chunks == 1)
-      return matmulCpu(op, aSplit, bSplit, negativeSlope, at::kFloat, bias32);
+      return matmulCpu(op, aSplit, bSplit, negativeSlope, at::kFloat, bias32).narrow(0, 0, m);
     at::Tensor part =
         matmulCpu("tile::matmul", aSplit, bSplit, std::nullopt, at::kFloat, std::nullopt);
     c = c.defined() ? c.add_(part) : part;
@@ -130,7 +136,7 @@ std::optional<at::Tensor> matmulHalfOnBfloat16Tiles(const char *op, const at::Te
     c.add_(*bias32);
   if (negativeSlope)
     at::leaky_relu_(c, *negativeSlope);
-  return c;
+  return c.narrow(0, 0, m);
 }
 
 /// float16 on the CPU elsewhere runs as float32: the vector kernel converts each element of b
