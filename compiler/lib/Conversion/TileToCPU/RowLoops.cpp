@@ -428,15 +428,29 @@ bool mlir::tile::cpu::rollRowChains(Block &block, function_ref<bool(Operation *)
     if (chain.front()->isBeforeInBlock(firstOp))
       firstOp = chain.front();
   }
+  // Nor past a read of what they write: other ops in between may read only accumulator
+  // rows from a stack buffer, which no rolled store writes.
+  auto storedTo = [](Operation *store) {
+    return isa<LLVM::StoreOp>(store) ? cast<LLVM::StoreOp>(store).getAddr()
+                                     : cast<LLVM::MaskedStoreOp>(store).getData();
+  };
+  for (ArrayRef<Operation *> stores : rolled)
+    for (Operation *store : stores)
+      if (cpu::pointerRoot(storedTo(store)).getDefiningOp<LLVM::AllocaOp>())
+        return false;
   for (Operation *op = firstOp; op != lastStore; op = op->getNextNode()) {
-    if (inChains.contains(op) || chains->shared.contains(op) || !writesMemory(op))
+    if (inChains.contains(op) || chains->shared.contains(op) || isMemoryEffectFree(op))
       continue;
+    if (!writesMemory(op)) {
+      if (!isRowLoad(op) ||
+          !cpu::pointerRoot(cast<LLVM::LoadOp>(op).getAddr()).getDefiningOp<LLVM::AllocaOp>())
+        return false;
+      continue;
+    }
     if (!keptStores.contains(op))
       return false;
-    Value written = isa<LLVM::StoreOp>(op) ? cast<LLVM::StoreOp>(op).getAddr()
-                                           : cast<LLVM::MaskedStoreOp>(op).getData();
     for (Operation *read : inChains)
-      if (!isMemoryEffectFree(read) && !(isRowLoad(read) && inAllocaApartFrom(read, written)))
+      if (!isMemoryEffectFree(read) && !(isRowLoad(read) && inAllocaApartFrom(read, storedTo(op))))
         return false;
   }
 
