@@ -106,11 +106,9 @@ std::optional<at::Tensor> matmulHalfOnBfloat16Tiles(const char *op, const at::Te
     return reinterpret_cast<const uint16_t *>(x.const_data_ptr<at::Half>());
   };
   auto bfloat16 = a.options().dtype(at::kBFloat16);
-  // a's terms to a whole number of 64-row blocks, the rows past M zeros: the tiles then
-  // run the last block row whole, as they would on a's own copy (prepareMatmul), which
-  // this spares.
-  constexpr int64_t kBlockRows = 64;
-  int64_t rows = (m + kBlockRows - 1) / kBlockRows * kBlockRows;
+  // a's terms to whole tile blocks, the rows past M zeros: the tiles then run the last
+  // block row whole, as they would on a's own copy (prepareMatmul), which this spares.
+  int64_t rows = tile::binding::rowsOfWholeTileBlocks(m);
   at::Tensor c;
   for (int64_t k0 = 0; k0 < k; k0 += chunkK) {
     int64_t kk = std::min(chunkK, k - k0), length = tile::runtime::halfSplitTermLength(kk);

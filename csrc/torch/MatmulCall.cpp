@@ -162,13 +162,13 @@ namespace {
 /// 0.95-1.10x, 500^3 0.60 -> 0.65x; bf16 1000^3 1.24-1.27 -> 1.42-1.44x, before the zeros),
 /// at 256 columns it lost (int8 256x256x250 0.61 -> 0.48x).
 at::Tensor onWholeLinesAndBlocks(const at::Tensor &a, int64_t n, bool onTiles) {
-  constexpr int64_t kCacheLine = 64, kColumnsWorthACopy = 384, kBlockRows = 64;
+  constexpr int64_t kCacheLine = 64, kColumnsWorthACopy = 384;
   int64_t m = a.size(0), k = a.size(1), bytes = a.element_size();
-  bool linesOff = (a.stride(0) * bytes) % kCacheLine != 0, rowsOff = m % kBlockRows != 0;
-  if (!onTiles || n < kColumnsWorthACopy || (!linesOff && !rowsOff))
+  int64_t rows = tile::binding::rowsOfWholeTileBlocks(m);
+  bool linesOff = (a.stride(0) * bytes) % kCacheLine != 0;
+  if (!onTiles || n < kColumnsWorthACopy || (!linesOff && rows == m))
     return a;
   int64_t pitch = (k * bytes + kCacheLine - 1) / kCacheLine * kCacheLine;
-  int64_t rows = (m + kBlockRows - 1) / kBlockRows * kBlockRows;
   auto *copy = static_cast<char *>(
       tile::runtime::threadScratch(tile::runtime::ScratchUse::AlignedA, rows * pitch));
   tile::runtime::copyRows(a.const_data_ptr(), a.stride(0) * bytes, m, k * bytes, copy, pitch,

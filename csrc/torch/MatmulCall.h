@@ -68,6 +68,14 @@ void prepareMatmul(MatmulCall &call, const char *op, const at::Tensor &a, const 
 /// where the call is large enough to repay the copy, whatever b's layout.
 bool packsBIntoPanels(int64_t m, int64_t n, int64_t k, int64_t elementBytes);
 
+/// The rows a call on the matrix tiles runs: M up to a whole number of 64-row blocks (the
+/// largest BLOCK_M there), so that no block row stages its rows of a. The copy of a that
+/// prepareMatmul makes, and float16's terms, hold zeros past M.
+inline int64_t rowsOfWholeTileBlocks(int64_t m) {
+  constexpr int64_t kBlockRows = 64;
+  return (m + kBlockRows - 1) / kBlockRows * kBlockRows;
+}
+
 /// Whether a CPU call multiplies on AMX tile registers (see MatrixTiles.cpp in the
 /// compiler): the host has them for the dtype, a's k is unit-stride and M fills a block.
 bool usesMatrixTiles(const Target &target, const std::string &inputDtype, bool unitKOfA, int64_t m);

@@ -525,15 +525,10 @@ Value zeroRow(OpBuilder &b, Location loc, Operation *kernel) {
 /// loads all its tiles, in at least one chunk of k), so that the first iteration writes
 /// the whole buffer and no later one reads what it did not.
 bool readZerosAtFirstVisits(scf::ForOp loop, Value buffer, Operation *kernel) {
-  auto bufferOf = [](Value ptr) {
-    while (auto gep = ptr.getDefiningOp<LLVM::GEPOp>())
-      ptr = gep.getBase();
-    return ptr;
-  };
   SmallVector<LLVM::CallIntrinsicOp> loads;
   loop.getBody()->walk([&](LLVM::CallIntrinsicOp call) {
     if (call->hasAttr(kAccumulatorTileLoadAttr) &&
-        bufferOf(call->getOperand(2)) == bufferOf(buffer))
+        pointerRoot(call->getOperand(2)) == pointerRoot(buffer))
       loads.push_back(call);
   });
   bool everyIteration = !loads.empty();
