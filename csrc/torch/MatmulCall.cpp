@@ -244,15 +244,17 @@ void tile::binding::prepareMatmul(MatmulCall &call, const char *op, const at::Te
   // rows with vdpbf16ps / vpdpbusd, b's rows as vector loads): knowing it, a kernel holds
   // only the path its call takes, where it held every path behind run-time checks; c's
   // rows are always contiguous (its own output).
-  // Panels of b have unit column stride, whatever b's own layout.
+  // Panels of b have unit column stride, whatever b's own layout. Bit 6, the bias's
+  // stride: a contiguous bias is one vector load per block row, where a run-time stride
+  // kept a gather beside it in every kernel.
+  int64_t unitBiasStride = bias && (bias->stride(0) == 1 || n == 1) ? 1 << 6 : 0;
   if (target.kind == TargetKind::Cpu) {
     signature[kUnitStrides] =
         (runtime::unitStrideBits({&aOperand, &bOperand, &cOperand}) & kUnitColumnStridesOfAB) |
-        kUnitColumnStrideOfC | (panels ? kUnitColumnStrideOfB : 0);
+        kUnitColumnStrideOfC | (panels ? kUnitColumnStrideOfB : 0) | unitBiasStride;
   } else {
-    // Bit 6: the bias's stride.
-    signature[kUnitStrides] = runtime::unitStrideBits({&aOperand, &bOperand, &cOperand}) |
-                              (bias && (bias->stride(0) == 1 || n == 1) ? 1 << 6 : 0);
+    signature[kUnitStrides] =
+        runtime::unitStrideBits({&aOperand, &bOperand, &cOperand}) | unitBiasStride;
     int64_t sizes = (m % 16 == 0 ? 1 : 0) | (n % 16 == 0 ? 2 : 0) | (k % 16 == 0 ? 4 : 0);
     signature[kDivisibility] = runtime::divisibility16Bits({&aOperand, &bOperand, &cOperand}) | sizes << 3;
   }

@@ -79,15 +79,28 @@ def test_bias_parity(op, inputs, out_dtype, result, bias_dtype, shape, device):
     assert_close_elementwise(out, a, b, bias, op, -0.3, result, out_dtype)
 
 
+# A contiguous bias compiles a kernel of its own (one vector load per block row), other
+# views the kernel that reads it through its stride; 800 x 777 in bfloat16 and int8 takes
+# the tile registers' 64 x 64 blocks where the host has AMX.
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("view", ["strided", "expanded", "offset"])
-def test_bias_views(view, device):
-    a, b, _ = operands((70, 45, 33), torch.float16, torch.float16, device)
-    source = torch.randn(2 * 45 + 1, device=device).half()
-    bias = {"strided": source[:90:2], "expanded": source[:1].expand(45),
-            "offset": source[1:46]}[view]
-    out = torch.ops.tile.matmul_leaky_relu(a, b, 0.1, bias=bias)
-    assert_close_elementwise(out, a, b, bias, "matmul_leaky_relu", 0.1, torch.float16)
+@pytest.mark.parametrize("dtype,shape", [(torch.float16, (70, 45, 33)),
+                                         (torch.bfloat16, (800, 777, 130)),
+                                         (torch.int8, (800, 777, 130))],
+                         ids=["float16", "bfloat16", "int8"])
+def test_bias_views(view, dtype, shape, device):
+    result = torch.int32 if dtype == torch.int8 else dtype
+    out_dtype = torch.int32 if dtype == torch.int8 else None
+    a, b, _ = operands(shape, dtype, result, device)
+    n = shape[1]
+    source = (torch.randint(-128, 128, (2 * n + 1,), device=device) if dtype == torch.int8
+              else torch.randn(2 * n + 1, device=device)).to(result)
+    bias = {"strided": source[:2 * n:2], "expanded": source[:1].expand(n),
+            "offset": source[1:n + 1]}[view]
+    out = torch.ops.tile.matmul_leaky_relu(a, b, 0.1, out_dtype=out_dtype, bias=bias) \
+        if dtype != torch.int8 else torch.ops.tile.matmul(a, b, out_dtype=out_dtype, bias=bias)
+    op, slope = ("matmul", 0.0) if dtype == torch.int8 else ("matmul_leaky_relu", 0.1)
+    assert_close_elementwise(out, a, b, bias, op, slope, result, out_dtype)
 
 
 @pytest.mark.parametrize("device", DEVICES)

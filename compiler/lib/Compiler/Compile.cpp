@@ -365,16 +365,6 @@ Binary tile::compile(mlir::ModuleOp module, const Target &target, const CompileO
   buildCpuToLLVMPipeline(toLLVM, target.hasFeature("avx512bf16"));
   if (!runStage(toLLVM, module))
     diagnostics.fail("lowering tile-cpu -> llvm failed:");
-  // A loop's annotation (scf.for's llvm.loop_annotation, which the lowering to branches
-  // carries to its latch as a discardable attribute) becomes the branch's own, which the
-  // translation turns into !llvm.loop metadata.
-  module.walk([](mlir::LLVM::BrOp branch) {
-    if (auto annotation =
-            branch->getAttrOfType<mlir::LLVM::LoopAnnotationAttr>("llvm.loop_annotation")) {
-      branch.setLoopAnnotationAttr(annotation);
-      branch->removeAttr("llvm.loop_annotation");
-    }
-  });
 
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> llvmModule = mlir::translateModuleToLLVMIR(module, llvmContext);

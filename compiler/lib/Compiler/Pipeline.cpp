@@ -136,6 +136,7 @@ void ::tile::buildCpuToLLVMPipeline(OpPassManager &pm, bool nativeBf16) {
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());
+  pm.addPass(mlir::tile::createAttachLoopAnnotations());
 }
 
 namespace {

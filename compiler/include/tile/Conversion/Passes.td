@@ -40,6 +40,17 @@ def ConvertTileToCPU : Pass<"convert-tile-to-cpu", "::mlir::ModuleOp"> {
   ];
 }
 
+def AttachLoopAnnotations : Pass<"tile-attach-loop-annotations", "::mlir::ModuleOp"> {
+  let summary = "Give each loop's annotation to its latch branch (after the lowering to LLVM)";
+  let description = [{
+    A scf.for's `llvm.loop_annotation` (for example `unroll = disable` on a loop that
+    LLVM would unroll again) is carried by the lowering to branches as a discardable
+    attribute of the loop's latch. The translation to LLVM IR emits `!llvm.loop` only
+    from an `llvm.br`'s own `loop_annotation`, so this pass moves it there.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def ConvertTileToGPU : Pass<"convert-tile-to-gpu", "::mlir::ModuleOp"> {
   let summary = "Distribute tile kernels over the threads of one workgroup (the tile-gpu stage)";
   let description = [{

@@ -44,6 +44,8 @@ void populateMemoryAccessPatterns(const TypeConverter &converter, RewritePattern
                                   bool maskedStores = false);
 /// The pointer `ptr` is an offset of: its chain of getelementptr stripped.
 Value pointerRoot(Value ptr);
+/// Whether `op` or an op nested in it may write (or free) memory.
+bool writesMemory(Operation *op);
 
 /// Each rank-2 load whose rows all read the same lanes (a row spread over the block, as a
 /// matmul's bias) loads one row and spreads it: one vector load instead of one per row,

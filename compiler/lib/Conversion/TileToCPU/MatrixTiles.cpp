@@ -728,6 +728,9 @@ void mlir::tile::cpu::rowWiseEpilogues(Operation *kernel) {
         continue;
       if (auto load = dyn_cast<LLVM::LoadOp>(op)) {
         // A load moves past no op that may write memory but stores outside its buffer.
+        // Ops that only read may hold regions: a bias row's load is an scf.if of its
+        // contiguous, masked and gathered forms, which the rows' loads must pass to join
+        // their chains (else all 64 rows stay loaded above it and the rows never roll).
         Value buffer = pointerRoot(load.getAddr());
         bool clear = true;
         for (Operation *it = op->getNextNode(); it != first && clear; it = it->getNextNode()) {
@@ -736,7 +739,7 @@ void mlir::tile::cpu::rowWiseEpilogues(Operation *kernel) {
           else if (auto store = dyn_cast<LLVM::MaskedStoreOp>(it))
             clear = pointerRoot(store.getData()) != buffer;
           else
-            clear = sinkable(it);
+            clear = sinkable(it) || !writesMemory(it);
         }
         if (!clear)
           continue;

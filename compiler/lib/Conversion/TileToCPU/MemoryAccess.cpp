@@ -6,6 +6,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 using namespace mlir;
@@ -457,4 +458,21 @@ Value mlir::tile::cpu::pointerRoot(Value ptr) {
   while (auto gep = ptr.getDefiningOp<LLVM::GEPOp>())
     ptr = gep.getBase();
   return ptr;
+}
+
+bool mlir::tile::cpu::writesMemory(Operation *op) {
+  WalkResult walk = op->walk([](Operation *nested) {
+    if (auto effects = dyn_cast<MemoryEffectOpInterface>(nested)) {
+      if (effects.hasEffect<MemoryEffects::Write>() || effects.hasEffect<MemoryEffects::Free>())
+        return WalkResult::interrupt();
+      return WalkResult::advance();
+    }
+    // Ops with no interface take their effects from the ops they hold (scf.if), only
+    // read (LLVM's masked loads and gathers, which declare no effects), or may do anything.
+    return nested->hasTrait<OpTrait::HasRecursiveMemoryEffects>() ||
+                   isa<LLVM::MaskedLoadOp, LLVM::masked_gather>(nested)
+               ? WalkResult::advance()
+               : WalkResult::interrupt();
+  });
+  return walk.wasInterrupted();
 }

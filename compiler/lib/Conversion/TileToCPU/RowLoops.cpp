@@ -34,24 +34,6 @@ bool inAllocaApartFrom(Operation *load, Value written) {
   return read.getDefiningOp<LLVM::AllocaOp>() && cpu::pointerRoot(written) != read;
 }
 
-/// Whether `op` or an op nested in it may write (or free) memory.
-bool writesMemory(Operation *op) {
-  WalkResult walk = op->walk([](Operation *nested) {
-    if (auto effects = dyn_cast<MemoryEffectOpInterface>(nested)) {
-      if (effects.hasEffect<MemoryEffects::Write>() || effects.hasEffect<MemoryEffects::Free>())
-        return WalkResult::interrupt();
-      return WalkResult::advance();
-    }
-    // Ops with no interface take their effects from the ops they hold (scf.if), only
-    // read (LLVM's masked loads and gathers, which declare no effects), or may do anything.
-    return nested->hasTrait<OpTrait::HasRecursiveMemoryEffects>() ||
-                   isa<LLVM::MaskedLoadOp, LLVM::masked_gather>(nested)
-               ? WalkResult::advance()
-               : WalkResult::interrupt();
-  });
-  return walk.wasInterrupted();
-}
-
 /// The ops of `block` that `root` depends on through its operands, `root` included,
 /// constants left out (they are compared by value, see RowChains).
 llvm::SetVector<Operation *> sliceInBlock(Operation *root, Block &block) {
@@ -173,7 +155,7 @@ std::optional<RowChains> rowChainsOf(Block &block, ArrayRef<SmallVector<Operatio
     for (Operation *op : slices[r]) {
       if (rowsUsing[op] == 1) {
         chain.push_back(op);
-      } else if (writesMemory(op)) {
+      } else if (cpu::writesMemory(op)) {
         return std::nullopt; // shared by several rows, and it writes memory
       } else {
         chains.shared.insert(op);
