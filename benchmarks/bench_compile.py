@@ -50,7 +50,9 @@ else:
         a = torch.randn(size, size, device=device, dtype=dtype)
         b = torch.randn(size, size, device=device, dtype=dtype)
         kwargs = {}
-    call = (lambda: torch.ops.tile.matmul(a, b, **kwargs)) if op == "matmul" else (
+    if op == "matmul_bias":  # Linear's addmm: a bias row in the epilogue
+        kwargs["bias"] = torch.randn(size, device=device).to(b.dtype)
+    call = (lambda: torch.ops.tile.matmul(a, b, **kwargs)) if op != "matmul_leaky_relu" else (
         lambda: torch.ops.tile.matmul_leaky_relu(a, b, 0.01))
 sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
 sync()
@@ -66,11 +68,12 @@ OPS = ["vector_add", "matmul", "matmul_leaky_relu"]
 # mid-sized problem (a 2048^3 fp16 matmul takes 128 x 256 blocks over 8 warps); on the
 # CPU, the kernels of the other dtypes: where the host has AMX, bfloat16 and int8 take
 # 32 x 32 blocks on its tile registers at 256^3 and 64 x 64 ones at 1024^3, and a
-# 1024^3 float16 matmul runs as bfloat16 terms on them (elsewhere the vector kernels).
+# 1024^3 float16 matmul runs as bfloat16 terms on them (elsewhere the vector kernels);
+# `matmul_bias` adds a bias row in the epilogue (Linear's addmm).
 FIRST_CALL_ONLY = {"cuda": [("matmul", 2048, "float16")],
                    "cpu": [("matmul", 256, "bfloat16"), ("matmul", 1024, "bfloat16"),
-                           ("matmul", 256, "int8"), ("matmul", 1024, "int8"),
-                           ("matmul", 1024, "float16")]}
+                           ("matmul_bias", 1024, "bfloat16"), ("matmul", 256, "int8"),
+                           ("matmul", 1024, "int8"), ("matmul", 1024, "float16")]}
 
 
 def first_call(op, device, cache_dir, size=None, dtype="float32"):
