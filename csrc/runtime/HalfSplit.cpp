@@ -88,6 +88,42 @@ splitRowVector(const uint16_t *source, int64_t cols, uint16_t *hi, uint16_t *lo)
   return true;
 }
 
+/// Rows `even` and `odd` (`width` elements each) side by side, element j of each at
+/// 2j and 2j + 1 of `out`: two rows of k as a panel in groups of 2 holds them.
+void interleaveScalar(const uint16_t *even, const uint16_t *odd, int64_t width, uint16_t *out) {
+  for (int64_t j = 0; j < width; ++j) {
+    out[2 * j] = even[j];
+    out[2 * j + 1] = odd[j];
+  }
+}
+
+/// The same, 16 elements of each row at a time (`width` a multiple of 16).
+__attribute__((target("avx512f,avx512bw"))) void
+interleaveVector(const uint16_t *even, const uint16_t *odd, int64_t width, uint16_t *out) {
+  const __m512i pairs = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40,
+                                         8, 39, 7, 38, 6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
+  for (int64_t j = 0; j < width; j += 16) {
+    __m512i x =
+        _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(even + j)));
+    __m512i y =
+        _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(odd + j)));
+    _mm512_storeu_si512(out + 2 * j, _mm512_permutex2var_epi16(x, pairs, y));
+  }
+}
+
+/// Whether a unit-stride row of float16 holds no infinity or NaN, 32 elements at a time.
+__attribute__((target("avx512f,avx512bw"))) bool finiteRowVector(const uint16_t *row,
+                                                                 int64_t cols) {
+  const __m512i exponent = _mm512_set1_epi16(0x7c00);
+  for (int64_t j = 0; j < cols; j += 32) {
+    __mmask32 lanes = cols - j >= 32 ? __mmask32(0xffffffffu) : __mmask32((1u << (cols - j)) - 1);
+    __m512i halves = _mm512_maskz_loadu_epi16(lanes, row + j);
+    if (_mm512_mask_cmpeq_epi16_mask(lanes, _mm512_and_si512(halves, exponent), exponent))
+      return false;
+  }
+  return true;
+}
+
 bool hostSplitsInVectors() {
   static const bool vectors = __builtin_cpu_supports("avx512bw") &&
                               __builtin_cpu_supports("avx512vl") &&
@@ -161,6 +197,93 @@ bool runtime::splitHalves(const uint16_t *source, int64_t rows, int64_t cols, in
         std::memcpy(row + placement.hiOffsets[i], hi, (cols + padding) * sizeof(uint16_t));
       for (size_t i = 1; i < placement.loOffsets.size(); ++i)
         std::memcpy(row + placement.loOffsets[i], lo, (cols + padding) * sizeof(uint16_t));
+    }
+  });
+  return finite.load();
+}
+
+bool runtime::allFiniteHalves(const uint16_t *source, int64_t rows, int64_t cols, int64_t rowStride,
+                              int64_t colStride, const ParallelFor &parallelFor) {
+  std::atomic<bool> finite{true};
+  constexpr int64_t kElementsPerTask = int64_t(64) << 10;
+  int64_t grain = std::max<int64_t>(1, kElementsPerTask / std::max<int64_t>(cols, 1));
+  bool vectors = colStride == 1 && hostSplitsInVectors();
+  parallelFor(0, rows, grain, [&](int64_t first, int64_t last) {
+    for (int64_t r = first; r < last && finite.load(std::memory_order_relaxed); ++r) {
+      const uint16_t *row = source + r * rowStride;
+      bool ok = true;
+      if (vectors)
+        ok = finiteRowVector(row, cols);
+      else
+        for (int64_t j = 0; j < cols && ok; ++j)
+          ok = finiteHalf(row[j * colStride]);
+      if (!ok)
+        finite.store(false, std::memory_order_relaxed);
+    }
+  });
+  return finite.load();
+}
+
+bool runtime::splitHalvesIntoPanels(const uint16_t *source, int64_t k, int64_t n, int64_t rowStride,
+                                    int64_t colStride, int64_t terms, const PanelLayout &layout,
+                                    uint16_t *panels, const ParallelFor &parallelFor) {
+  int64_t length = halfSplitTermLength(k);
+  if (layout.group != 2 || layout.elementBytes != 2 || layout.rows != terms * length ||
+      layout.cols != n || (terms != 3 && terms != 4))
+    throw std::invalid_argument("splitHalvesIntoPanels: the panels must hold the " +
+                                std::to_string(terms) + " terms of a " + std::to_string(k) + " x " +
+                                std::to_string(n) + " b in bfloat16 pairs");
+  // Where each term starts among the panel's rows (placeRowsOfB's order).
+  std::vector<int64_t> hiRows = {0, length}, loRows = {2 * length};
+  if (terms == 4)
+    loRows.push_back(3 * length);
+  int64_t width = layout.width, panelStride = layout.panelStride();
+  bool vectors = colStride == 1 && width % 16 == 0 && hostSplitsInVectors();
+  std::atomic<bool> finite{true};
+  // A task writes whole panels, at least kElementsPerTask of them (as splitHalves).
+  constexpr int64_t kElementsPerTask = int64_t(32) << 10;
+  int64_t grain = std::max<int64_t>(1, kElementsPerTask / std::max<int64_t>(panelStride, 1));
+  parallelFor(0, layout.panels(), grain, [&](int64_t first, int64_t last) {
+    // Two source rows' hi and lo terms over one panel's columns, zeros past n.
+    std::vector<uint16_t> split(4 * width);
+    uint16_t *hi[2] = {split.data(), split.data() + width};
+    uint16_t *lo[2] = {split.data() + 2 * width, split.data() + 3 * width};
+    for (int64_t p = first; p < last && finite.load(std::memory_order_relaxed); ++p) {
+      uint16_t *panel = panels + p * panelStride;
+      int64_t cols = std::min(width, n - p * width);
+      if (cols < width)
+        std::fill(split.begin(), split.end(), uint16_t(0));
+      for (int64_t r = 0; r < k; r += 2) {
+        for (int64_t i = 0; i < 2; ++i) {
+          if (r + i >= k) {
+            std::fill(hi[i], hi[i] + width, uint16_t(0));
+            std::fill(lo[i], lo[i] + width, uint16_t(0));
+            continue;
+          }
+          const uint16_t *from = source + (r + i) * rowStride + p * width * colStride;
+          bool ok = vectors ? splitRowVector(from, cols, hi[i], lo[i])
+                            : splitRowScalar(from, cols, colStride, hi[i], lo[i]);
+          if (!ok) {
+            finite.store(false, std::memory_order_relaxed);
+            return;
+          }
+        }
+        for (auto [rows, rowsOfTerm] : {std::pair{&hiRows, hi}, std::pair{&loRows, lo}})
+          for (int64_t start : *rows) {
+            uint16_t *out = panel + (start + r) / 2 * 2 * width;
+            if (vectors)
+              interleaveVector(rowsOfTerm[0], rowsOfTerm[1], width, out);
+            else
+              interleaveScalar(rowsOfTerm[0], rowsOfTerm[1], width, out);
+          }
+      }
+      // Each term's rows past k, and the panel's past its terms (up to whole tiles): zeros.
+      int64_t pairsOfK = (k + 1) / 2, pairsOfTerm = length / 2;
+      for (const auto *rows : {&hiRows, &loRows})
+        for (int64_t start : *rows)
+          std::fill(panel + (start / 2 + pairsOfK) * 2 * width,
+                    panel + (start / 2 + pairsOfTerm) * 2 * width, uint16_t(0));
+      std::fill(panel + terms * pairsOfTerm * 2 * width, panel + panelStride, uint16_t(0));
     }
   });
   return finite.load();

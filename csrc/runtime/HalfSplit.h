@@ -11,6 +11,7 @@
 #define TILE_RUNTIME_HALFSPLIT_H
 
 #include "runtime/CpuLauncher.h"
+#include "runtime/PanelPacking.h"
 
 #include <cstdint>
 #include <vector>
@@ -50,6 +51,20 @@ HalfSplitPlacement placeRowsOfB(uint16_t *out, int64_t k, int64_t n, int64_t ter
 bool splitHalves(const uint16_t *source, int64_t rows, int64_t cols, int64_t rowStride,
                  int64_t colStride, const HalfSplitPlacement &placement,
                  const ParallelFor &parallelFor = serialFor);
+
+/// Whether every element of the float16 matrix `source` (rows x cols, strides in
+/// elements) is finite: what splitHalves needs.
+bool allFiniteHalves(const uint16_t *source, int64_t rows, int64_t cols, int64_t rowStride,
+                     int64_t colStride, const ParallelFor &parallelFor = serialFor);
+
+/// b (k x n, strides in elements) as placeRowsOfB's terms [bh ; bh ; bl (; bl)], written
+/// straight into the panels of `layout` (terms * halfSplitTermLength(k) rows, n columns,
+/// bfloat16 in groups of 2 rows, as the matrix tiles read b) at `panels`: the split and
+/// the packing in one pass, where splitting into rows and packing those moved the terms
+/// twice more. Returns false where some element is not finite (as splitHalves).
+bool splitHalvesIntoPanels(const uint16_t *source, int64_t k, int64_t n, int64_t rowStride,
+                           int64_t colStride, int64_t terms, const PanelLayout &layout,
+                           uint16_t *panels, const ParallelFor &parallelFor = serialFor);
 
 } // namespace tile::runtime
 

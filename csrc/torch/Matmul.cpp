@@ -18,19 +18,36 @@
 
 namespace {
 
+/// A b that is not written yet (float16's bfloat16 terms): `intoPanels` writes it straight
+/// into the panels a launch reads in pairs of k, `intoRows` into the memory the b given to
+/// matmulCpu views, for launches that take it otherwise.
+struct UnwrittenB {
+  std::function<void(const tile::runtime::PanelLayout &, void *)> intoPanels;
+  std::function<void()> intoRows;
+};
+
 /// `rowBands`: a was just written by the launch's threads, each a band of its rows (see
-/// launchCpuInRowBands).
+/// launchCpuInRowBands). `unwrittenB`: b's memory is written by it, not yet.
 at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
                      std::optional<double> negativeSlope, std::optional<at::ScalarType> outDtype,
-                     const std::optional<at::Tensor> &bias, bool rowBands = false) {
+                     const std::optional<at::Tensor> &bias, bool rowBands = false,
+                     const UnwrittenB *unwrittenB = nullptr) {
   const auto &target = tile::runtime::cpuTarget();
   tile::binding::MatmulCall call;
   tile::binding::prepareMatmul(call, op, a, b, negativeSlope, outDtype, bias, target,
                                /*contiguousRowsOfB=*/true);
   if (call.empty())
     return call.result();
+  bool bInRows = !unwrittenB;
   auto run = [&](const tile::runtime::LaunchPlan &plan) {
-    if (plan.bPanelWidth)
+    bool pairsOfK = plan.bPanelWidth && plan.bPanelGroup == 2;
+    if (!bInRows && !pairsOfK) {
+      unwrittenB->intoRows();
+      bInRows = true;
+    }
+    if (plan.bPanelWidth && !bInRows)
+      tile::binding::writeBPanels(call, plan.bPanelWidth, plan.bPanelGroup, unwrittenB->intoPanels);
+    else if (plan.bPanelWidth)
       tile::binding::packBIntoPanels(call, plan.bPanelWidth, plan.bPanelGroup,
                                      tile::binding::atenParallelFor);
     int64_t bands = at::get_num_threads();
@@ -110,24 +127,46 @@ std::optional<at::Tensor> matmulHalfOnBfloat16Tiles(const char *op, const at::Te
   // block row whole, as they would on a's own copy (prepareMatmul), which this spares.
   int64_t rows = tile::binding::rowsOfWholeTileBlocks(m);
   at::Tensor c;
+  // An infinity's or NaN's terms would turn products NaN (see splitHalves): such b takes
+  // the float32 path, checked before any of it is split (its terms are written during
+  // the launch, straight into the panels the tiles read).
+  if (!tile::runtime::allFiniteHalves(halves(bRows), k, n, bRows.stride(0), bRows.stride(1),
+                                      tile::binding::atenParallelFor))
+    return std::nullopt;
   for (int64_t k0 = 0; k0 < k; k0 += chunkK) {
     int64_t kk = std::min(chunkK, k - k0), length = tile::runtime::halfSplitTermLength(kk);
     uint16_t *aTerms = scratchBfloat16s(ScratchUse::FloatA, rows * terms * length);
     std::fill(aTerms + m * terms * length, aTerms + rows * terms * length, uint16_t(0));
-    uint16_t *bTerms = scratchBfloat16s(ScratchUse::FloatB, terms * length * n);
     if (!tile::runtime::splitHalves(halves(aRows) + k0 * aRows.stride(1), m, kk, aRows.stride(0),
                                     aRows.stride(1), tile::runtime::placeRowsOfA(aTerms, kk, terms),
-                                    tile::binding::atenParallelFor) ||
-        !tile::runtime::splitHalves(
-            halves(bRows) + k0 * bRows.stride(0), kk, n, bRows.stride(0), bRows.stride(1),
-            tile::runtime::placeRowsOfB(bTerms, kk, n, terms), tile::binding::atenParallelFor))
+                                    tile::binding::atenParallelFor))
       return std::nullopt;
+    // b's terms are written where the launch reads them: into its panels, or into these
+    // rows (untouched, so not paged in, where the panels take them).
+    uint16_t *bTerms = scratchBfloat16s(ScratchUse::FloatB, terms * length * n);
+    const uint16_t *bChunk = halves(bRows) + k0 * bRows.stride(0);
+    auto written = [](bool finite) {
+      if (!finite) // checked above
+        throw std::logic_error("float16 b changed while it was split");
+    };
+    UnwrittenB termsOfB{
+        [&](const tile::runtime::PanelLayout &layout, void *panels) {
+          written(tile::runtime::splitHalvesIntoPanels(
+              bChunk, kk, n, bRows.stride(0), bRows.stride(1), terms, layout,
+              static_cast<uint16_t *>(panels), tile::binding::atenParallelFor));
+        },
+        [&] {
+          written(tile::runtime::splitHalves(bChunk, kk, n, bRows.stride(0), bRows.stride(1),
+                                             tile::runtime::placeRowsOfB(bTerms, kk, n, terms),
+                                             tile::binding::atenParallelFor));
+        }};
     at::Tensor aSplit = at::from_blob(aTerms, {rows, terms * length}, bfloat16);
     at::Tensor bSplit = at::from_blob(bTerms, {terms * length, n}, bfloat16);
     if (chunks == 1)
-      return matmulCpu(op, aSplit, bSplit, negativeSlope, at::kFloat, bias32).narrow(0, 0, m);
-    at::Tensor part =
-        matmulCpu("tile::matmul", aSplit, bSplit, std::nullopt, at::kFloat, std::nullopt);
+      return matmulCpu(op, aSplit, bSplit, negativeSlope, at::kFloat, bias32, false, &termsOfB)
+          .narrow(0, 0, m);
+    at::Tensor part = matmulCpu("tile::matmul", aSplit, bSplit, std::nullopt, at::kFloat,
+                                std::nullopt, false, &termsOfB);
     c = c.defined() ? c.add_(part) : part;
   }
   if (bias32)

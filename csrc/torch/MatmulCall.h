@@ -11,6 +11,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -91,6 +92,11 @@ int64_t panelGroupFor(const Target &target, const std::string &inputDtype, bool 
 /// thread's panelScratch()), and the call's arguments pointed at them.
 void packBIntoPanels(MatmulCall &call, int64_t width, int64_t group,
                      const runtime::ParallelFor &parallelFor);
+
+/// The same panels of b written by `write` (which the caller makes from b's source, b
+/// itself not yet written), and the call's arguments pointed at them.
+void writeBPanels(MatmulCall &call, int64_t width, int64_t group,
+                  const std::function<void(const runtime::PanelLayout &, void *)> &write);
 
 } // namespace tile::binding
 

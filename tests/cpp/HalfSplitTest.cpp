@@ -112,9 +112,49 @@ TEST(HalfSplit, TermsLandWhereTheDotTakesThem) {
   EXPECT_EQ(runtime::halfSplitTermLength(65), 96);
 }
 
+TEST(HalfSplit, TermsOfBStraightIntoPanelsAsSplitThenPacked) {
+  // b's terms written straight into the tiles' panels (bfloat16 pairs of k rows) are the
+  // panels that packing its split rows gives, every element and zero of them: odd and
+  // even k, a last panel partly past n, three and four terms, b transposed (its columns
+  // strided), 32- and 64-wide panels.
+  struct Case {
+    int64_t k, n, width;
+    bool transposed;
+  };
+  for (Case c : {Case{130, 200, 64, false}, Case{129, 64, 64, false}, Case{5, 33, 32, false},
+                 Case{77, 100, 32, true}, Case{300, 130, 64, true}})
+    for (int64_t terms : {3, 4}) {
+      std::vector<uint16_t> source(c.k * c.n);
+      for (size_t i = 0; i < source.size(); ++i)
+        source[i] = uint16_t((i * 2654435761u + 12345u) & 0xfbffu); // finite, both signs
+      int64_t rowStride = c.transposed ? 1 : c.n, colStride = c.transposed ? c.k : 1;
+      int64_t length = runtime::halfSplitTermLength(c.k);
+      runtime::PanelLayout layout{terms * length, c.n, c.width, 2, 2};
+      std::vector<uint16_t> rows(terms * length * c.n, 0xffff);
+      ASSERT_TRUE(runtime::splitHalves(source.data(), c.k, c.n, rowStride, colStride,
+                                       runtime::placeRowsOfB(rows.data(), c.k, c.n, terms)));
+      std::vector<uint16_t> expected(layout.bytes() / 2, 0xffff),
+          panels(layout.bytes() / 2, 0xffff);
+      runtime::packPanels(rows.data(), c.n, 1, layout, expected.data());
+      ASSERT_TRUE(runtime::splitHalvesIntoPanels(source.data(), c.k, c.n, rowStride, colStride,
+                                                 terms, layout, panels.data()));
+      EXPECT_EQ(panels, expected) << "k " << c.k << " n " << c.n << " width " << c.width
+                                  << " terms " << terms << (c.transposed ? " transposed" : "");
+    }
+  runtime::PanelLayout wrongRows{3 * 64, 16, 16, 2, 2};
+  std::vector<uint16_t> source(70 * 16), panels(wrongRows.bytes());
+  EXPECT_THROW(
+      runtime::splitHalvesIntoPanels(source.data(), 70, 16, 16, 1, 3, wrongRows, panels.data()),
+      std::invalid_argument)
+      << "k = 70 takes terms of 96 rows";
+}
+
 TEST(HalfSplit, InfinitiesAndNaNsAreRefused) {
   // inf splits into inf and NaN (or 0): inf * 0 terms would turn an infinite product into
   // NaN, so the caller takes another path.
+  std::vector<uint16_t> finite(40, 0x7bff);
+  EXPECT_TRUE(runtime::allFiniteHalves(finite.data(), 2, 20, 20, 1));
+  EXPECT_TRUE(runtime::allFiniteHalves(finite.data(), 20, 2, 1, 20));
   for (uint16_t bad : {uint16_t(0x7c00), uint16_t(0xfc00), uint16_t(0x7e00)})
     for (int64_t at : {0, 5, 16, 20}) {
       std::vector<uint16_t> row(21, 0x3c00), out(42);
@@ -125,6 +165,15 @@ TEST(HalfSplit, InfinitiesAndNaNsAreRefused) {
       EXPECT_FALSE(runtime::splitHalves(row.data(), 21, 1, 1, 2,
                                         runtime::HalfSplitPlacement{out.data(), 2, {0}, {1}}))
           << "bits " << bad << " at " << at << ", strided";
+      EXPECT_FALSE(runtime::allFiniteHalves(row.data(), 1, 21, 21, 1))
+          << "bits " << bad << " at " << at;
+      EXPECT_FALSE(runtime::allFiniteHalves(row.data(), 21, 1, 1, 2))
+          << "bits " << bad << " at " << at;
+      runtime::PanelLayout layout{3 * 32, 21, 32, 2, 2};
+      std::vector<uint16_t> panels(layout.bytes() / 2);
+      EXPECT_FALSE(
+          runtime::splitHalvesIntoPanels(row.data(), 1, 21, 21, 1, 3, layout, panels.data()))
+          << "bits " << bad << " at " << at << ", into panels";
     }
 }
 
