@@ -48,7 +48,7 @@ runtime::compileAndLoad(const ops::KernelSpec &spec, const Target &target) {
     if (!dumpDir.empty())
       dumpStages(dumpDir, spec, kernel->key, compileWithStages(spec, target));
   } else {
-    std::unique_ptr<mlir::MLIRContext> context = createContext();
+    std::unique_ptr<mlir::MLIRContext> context = createContext(target.kind == TargetKind::Cpu);
     mlir::OwningOpRef<mlir::ModuleOp> module = ops::buildKernel(*context, spec);
     CompileOptions options = ops::compileOptionsFor(spec);
     options.keepStages = !dumpDir.empty();

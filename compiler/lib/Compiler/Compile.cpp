@@ -9,9 +9,15 @@
 #include "tile/Target/CpuArch.h"
 #include "tile/Target/GpuArch.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -49,12 +55,18 @@ std::vector<std::string> tile::stageNames(const Target &target) {
   return {};
 }
 
-std::unique_ptr<mlir::MLIRContext> tile::createContext() {
+std::unique_ptr<mlir::MLIRContext> tile::createContext(bool cpuOnly) {
   mlir::DialectRegistry registry;
   registerTileDialects(registry);
   auto context =
       std::make_unique<mlir::MLIRContext>(registry, mlir::MLIRContext::Threading::DISABLED);
-  context->loadAllAvailableDialects();
+  if (cpuOnly)
+    context
+        ->loadDialect<mlir::tile::TileDialect, mlir::arith::ArithDialect, mlir::math::MathDialect,
+                      mlir::func::FuncDialect, mlir::scf::SCFDialect, mlir::cf::ControlFlowDialect,
+                      mlir::vector::VectorDialect, mlir::LLVM::LLVMDialect>();
+  else
+    context->loadAllAvailableDialects();
   return context;
 }
 

@@ -110,9 +110,13 @@ struct Binary {
 /// The names of the stages, in pipeline order, for a target.
 std::vector<std::string> stageNames(const Target &target);
 
-/// A context with every dialect the tile compiler uses. Threading is off: compiles run
-/// concurrently on their own contexts, so a per-context thread pool would only cost.
-std::unique_ptr<mlir::MLIRContext> createContext();
+/// A context with every dialect the tile compiler uses registered. Threading is off:
+/// compiles run concurrently on their own contexts, so a per-context thread pool would
+/// only cost. Every registered dialect is loaded, unless `cpuOnly`: then only those the
+/// kernel builders and the CPU lowering create ops of, the rest loaded when a pass asks
+/// (the GPU dialects, NVVM's and ROCDL's hundreds of ops, took half of a cold context's
+/// 6 ms, on the first call of every CPU kernel).
+std::unique_ptr<mlir::MLIRContext> createContext(bool cpuOnly = false);
 
 /// Compiles the module's single `tile.kernel` function for `target`.
 /// Throws CompileError with the diagnostics on failure.
