@@ -145,21 +145,21 @@ std::optional<at::Tensor> matmulHalfOnBfloat16Tiles(const char *op, const at::Te
     // rows (untouched, so not paged in, where the panels take them).
     uint16_t *bTerms = scratchBfloat16s(ScratchUse::FloatB, terms * length * n);
     const uint16_t *bChunk = halves(bRows) + k0 * bRows.stride(0);
-    auto written = [](bool finite) {
-      if (!finite) // checked above
+    auto finiteAsChecked = [](bool finite) {
+      if (!finite) // allFiniteHalves said so above
         throw std::logic_error("float16 b changed while it was split");
     };
-    UnwrittenB termsOfB{
-        [&](const tile::runtime::PanelLayout &layout, void *panels) {
-          written(tile::runtime::splitHalvesIntoPanels(
-              bChunk, kk, n, bRows.stride(0), bRows.stride(1), terms, layout,
-              static_cast<uint16_t *>(panels), tile::binding::atenParallelFor));
-        },
-        [&] {
-          written(tile::runtime::splitHalves(bChunk, kk, n, bRows.stride(0), bRows.stride(1),
-                                             tile::runtime::placeRowsOfB(bTerms, kk, n, terms),
-                                             tile::binding::atenParallelFor));
-        }};
+    UnwrittenB termsOfB{[&](const tile::runtime::PanelLayout &layout, void *panels) {
+                          finiteAsChecked(tile::runtime::splitHalvesIntoPanels(
+                              bChunk, kk, n, bRows.stride(0), bRows.stride(1), terms, layout,
+                              static_cast<uint16_t *>(panels), tile::binding::atenParallelFor));
+                        },
+                        [&] {
+                          finiteAsChecked(tile::runtime::splitHalves(
+                              bChunk, kk, n, bRows.stride(0), bRows.stride(1),
+                              tile::runtime::placeRowsOfB(bTerms, kk, n, terms),
+                              tile::binding::atenParallelFor));
+                        }};
     at::Tensor aSplit = at::from_blob(aTerms, {rows, terms * length}, bfloat16);
     at::Tensor bSplit = at::from_blob(bTerms, {terms * length, n}, bfloat16);
     if (chunks == 1)
