@@ -386,7 +386,7 @@ Binary tile::compile(mlir::ModuleOp module, const Target &target, const CompileO
   std::unique_ptr<llvm::TargetMachine> machine = createCpuTargetMachine(target);
   llvmModule->setTargetTriple(machine->getTargetTriple());
   llvmModule->setDataLayout(machine->createDataLayout());
-  optimizeModule(*llvmModule, *machine, /*cpuKernel=*/true, options.wholeO3);
+  optimizeModule(*llvmModule, *machine);
   keep("llvm", [&] { return printed(*llvmModule); });
   if (faultInjectedAt("fatal"))
     llvm::report_fatal_error("fault injected by TILE_TEST_INJECT_FAULT=fatal");

@@ -44,62 +44,7 @@ std::unique_ptr<llvm::TargetMachine> tile::createCpuTargetMachine(const Target &
   return machine;
 }
 
-namespace {
-
-// O3's passes that CPU kernels need. The lowering hands LLVM one function of explicit
-// vector code and loops, and much of O3 changes nothing in it: with each pass of O3 left
-// out in turn, and kept only where the machine code of some kernel changed, the rest
-// give byte-identical assembly for 73 kernels (float32, float16, bfloat16 and int8
-// matmuls with and without bias and leaky_relu, 32- and 64-bit indices, vector_add; the
-// AVX2, AVX-512, AVX512-BF16 / VNNI and AMX paths on x86-64-v3, skylake-avx512, znver4,
-// sapphirerapids and an AMX Xeon) in 84% of O3's time. LLVM's own O3
-// (tile::CompileOptions::wholeO3) stays the reference a GoogleTest compares against.
-constexpr const char *kSimplifyCfg =
-    "simplifycfg<bonus-inst-threshold=1;no-forward-switch-cond;switch-range-to-icmp;"
-    "no-switch-to-arithmetic;no-switch-to-lookup;keep-loops;no-hoist-common-insts;"
-    "no-hoist-loads-stores-with-cond-faulting;no-sink-common-insts;speculate-blocks;"
-    "simplify-cond-branch;no-speculate-unpredictables>";
-constexpr const char *kInstCombine = "instcombine<max-iterations=1;no-verify-fixpoint>";
-
-std::string cpuKernelPipeline() {
-  std::string early = kSimplifyCfg, instCombine = kInstCombine;
-  early.replace(early.find("switch-range-to-icmp"), 20, "no-switch-range-to-icmp");
-  std::string late = "simplifycfg<bonus-inst-threshold=1;forward-switch-cond;switch-range-to-icmp;"
-                     "switch-to-arithmetic;switch-to-lookup;no-keep-loops;hoist-common-insts;"
-                     "no-hoist-loads-stores-with-cond-faulting;sink-common-insts;speculate-blocks;"
-                     "simplify-cond-branch;no-speculate-unpredictables>";
-  std::string last =
-      "simplifycfg<bonus-inst-threshold=1;no-forward-switch-cond;switch-range-to-icmp;"
-      "switch-to-arithmetic;no-switch-to-lookup;keep-loops;no-hoist-common-insts;"
-      "hoist-loads-stores-with-cond-faulting;no-sink-common-insts;speculate-blocks;"
-      "simplify-cond-branch;speculate-unpredictables>";
-  // O3's module simplification: the early cleanup, constant propagation, the inliner
-  // (the entry point calls the kernel) and the function simplification around LICM,
-  // induction variables and full unrolling.
-  std::string simplification =
-      "function<eager-inv>(" + early + ",early-cse<>),ipsccp,function<eager-inv>(" + instCombine +
-      "),cgscc(devirt<4>(inline,function<eager-inv;no-rerun>(early-cse<memssa>,jump-threading,"
-      "correlated-propagation," +
-      kSimplifyCfg +
-      ",reassociate,"
-      "loop-mssa(loop-simplifycfg,licm<no-allowspeculation>,"
-      "loop-rotate<header-duplication;no-prepare-for-lto>,licm<allowspeculation>,"
-      "simple-loop-unswitch<nontrivial;trivial>)," +
-      instCombine +
-      ",loop(indvars,loop-unroll-full),vector-combine,gvn<>,sccp,jump-threading,"
-      "correlated-propagation,adce," +
-      instCombine + ")))";
-  // O3's function optimization: the unroller and the cleanup after it.
-  std::string optimization = "function<eager-inv>(" + late + ",loop-unroll<O3>,infer-alignment," +
-                             instCombine + ",loop-mssa(licm<allowspeculation>),div-rem-pairs," +
-                             last + ")";
-  return simplification + "," + optimization;
-}
-
-} // namespace
-
-void tile::optimizeModule(llvm::Module &module, llvm::TargetMachine &machine, bool cpuKernel,
-                          bool wholeO3) {
+void tile::optimizeModule(llvm::Module &module, llvm::TargetMachine &machine) {
   llvm::LoopAnalysisManager loops;
   llvm::FunctionAnalysisManager functions;
   llvm::CGSCCAnalysisManager cgscc;
@@ -118,15 +63,7 @@ void tile::optimizeModule(llvm::Module &module, llvm::TargetMachine &machine, bo
   builder.registerFunctionAnalyses(functions);
   builder.registerLoopAnalyses(loops);
   builder.crossRegisterProxies(loops, functions, cgscc, modules);
-  if (!cpuKernel || wholeO3) {
-    builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3).run(module, modules);
-    return;
-  }
-  llvm::ModulePassManager passes;
-  if (llvm::Error error = builder.parsePassPipeline(passes, cpuKernelPipeline()))
-    throw CompileError("LLVM rejects the CPU kernels' pass pipeline: " +
-                       llvm::toString(std::move(error)));
-  passes.run(module, modules);
+  builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3).run(module, modules);
 }
 
 std::string tile::emitMachineCode(llvm::Module &module, llvm::TargetMachine &machine,

@@ -30,10 +30,8 @@ void linkDeviceLibraries(llvm::Module &module, const GpuArch &arch);
 /// Links an AMDGPU relocatable object into a HSACO (a shared ELF) with lld, in process.
 std::string linkHsaco(const std::string &object);
 
-/// LLVM's O3 pipeline for the target machine, without the loop and SLP vectorizers;
-/// for CPU kernels (`cpuKernel`, unless `wholeO3`) only the passes of it they need.
-void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine, bool cpuKernel = false,
-                    bool wholeO3 = false);
+/// The O3 pipeline, with the loop and SLP vectorizers, for the target machine.
+void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine);
 
 /// Machine code of the module: an ELF object, or assembly text when `assembly`.
 std::string emitMachineCode(llvm::Module &module, llvm::TargetMachine &machine, bool assembly);

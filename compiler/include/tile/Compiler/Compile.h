@@ -53,9 +53,6 @@ struct CompileOptions {
   /// then use what ptxas allocates registers for and the CUDA 13.0 driver's PTX compiler
   /// spills: the persistent kernel's epilogue staging deferred into the next tile.
   bool assembleWithPtxas = false;
-  /// CPU targets: LLVM's whole O3 pipeline instead of the passes of it that CPU kernels
-  /// need (the reference the lean pipeline is checked against).
-  bool wholeO3 = false;
 };
 
 /// The product of compile(): one kernel, ready for a launcher.
