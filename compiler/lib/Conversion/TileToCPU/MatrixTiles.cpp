@@ -739,7 +739,7 @@ void mlir::tile::cpu::rowWiseEpilogues(Operation *kernel) {
           else if (auto store = dyn_cast<LLVM::MaskedStoreOp>(it))
             clear = pointerRoot(store.getData()) != buffer;
           else
-            clear = sinkable(it) || !writesMemory(it);
+            clear = !writesMemory(it);
         }
         if (!clear)
           continue;
