@@ -386,6 +386,7 @@ Binary tile::compile(mlir::ModuleOp module, const Target &target, const CompileO
   std::unique_ptr<llvm::TargetMachine> machine = createCpuTargetMachine(target);
   llvmModule->setTargetTriple(machine->getTargetTriple());
   llvmModule->setDataLayout(machine->createDataLayout());
+  inlineLocalCalls(*llvmModule);
   optimizeModule(*llvmModule, *machine);
   keep("llvm", [&] { return printed(*llvmModule); });
   if (faultInjectedAt("fatal"))

@@ -44,6 +44,26 @@ std::unique_ptr<llvm::TargetMachine> tile::createCpuTargetMachine(const Target &
   return machine;
 }
 
+void tile::inlineLocalCalls(llvm::Module &module) {
+  llvm::SmallVector<llvm::CallBase *> calls;
+  for (llvm::Function &function : module)
+    for (llvm::User *user : function.users())
+      if (auto *call = llvm::dyn_cast<llvm::CallBase>(user);
+          call && call->getCalledFunction() == &function && function.hasLocalLinkage() &&
+          !function.isDeclaration())
+        calls.push_back(call);
+  for (llvm::CallBase *call : calls) {
+    llvm::InlineFunctionInfo info;
+    llvm::InlineResult inlined = llvm::InlineFunction(*call, info);
+    if (!inlined.isSuccess())
+      throw CompileError(std::string("cannot inline a kernel's call: ") +
+                         inlined.getFailureReason());
+  }
+  for (llvm::Function &function : llvm::make_early_inc_range(module))
+    if (function.hasLocalLinkage() && !function.isDeclaration() && function.use_empty())
+      function.eraseFromParent();
+}
+
 void tile::optimizeModule(llvm::Module &module, llvm::TargetMachine &machine) {
   llvm::LoopAnalysisManager loops;
   llvm::FunctionAnalysisManager functions;

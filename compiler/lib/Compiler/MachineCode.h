@@ -30,7 +30,13 @@ void linkDeviceLibraries(llvm::Module &module, const GpuArch &arch);
 /// Links an AMDGPU relocatable object into a HSACO (a shared ELF) with lld, in process.
 std::string linkHsaco(const std::string &object);
 
-/// The O3 pipeline, with the loop and SLP vectorizers, for the target machine.
+/// Inlines every call of a function the module defines with local linkage (a CPU
+/// kernel's entry point calls the kernel once) and drops the functions left unused.
+/// O3's inliner walks the call graph bottom-up: it simplifies a callee, inlines it and
+/// simplifies the caller with the callee's body again, twice the work for one function.
+void inlineLocalCalls(llvm::Module &module);
+
+/// The O3 pipeline, without the loop and SLP vectorizers, for the target machine.
 void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine);
 
 /// Machine code of the module: an ELF object, or assembly text when `assembly`.
