@@ -388,6 +388,7 @@ Binary tile::compile(mlir::ModuleOp module, const Target &target, const CompileO
   llvmModule->setDataLayout(machine->createDataLayout());
   inlineLocalCalls(*llvmModule);
   optimizeModule(*llvmModule, *machine);
+  moveSixteenBitFloatVectorsAsIntegers(*llvmModule);
   keep("llvm", [&] { return printed(*llvmModule); });
   if (faultInjectedAt("fatal"))
     llvm::report_fatal_error("fault injected by TILE_TEST_INJECT_FAULT=fatal");

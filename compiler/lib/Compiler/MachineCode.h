@@ -36,6 +36,11 @@ std::string linkHsaco(const std::string &object);
 /// simplifies the caller with the callee's body again, twice the work for one function.
 void inlineLocalCalls(llvm::Module &module);
 
+/// Loads, stores, phis, selects and shuffles of bfloat16 and float16 vectors rewritten to
+/// move i16 vectors, with bitcasts at the arithmetic: x86 code generation scalarizes
+/// these moves where the CPU has no instructions for the float type.
+void moveSixteenBitFloatVectorsAsIntegers(llvm::Module &module);
+
 /// The O3 pipeline, without the loop and SLP vectorizers, for the target machine.
 void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine);
 
