@@ -389,6 +389,8 @@ Binary tile::compile(mlir::ModuleOp module, const Target &target, const CompileO
   inlineLocalCalls(*llvmModule);
   optimizeModule(*llvmModule, *machine);
   moveSixteenBitFloatVectorsAsIntegers(*llvmModule);
+  if (!target.hasFeature("avx512bw"))
+    loopNarrowMaskedMoves(*llvmModule);
   keep("llvm", [&] { return printed(*llvmModule); });
   if (faultInjectedAt("fatal"))
     llvm::report_fatal_error("fault injected by TILE_TEST_INJECT_FAULT=fatal");

@@ -41,6 +41,10 @@ void inlineLocalCalls(llvm::Module &module);
 /// these moves where the CPU has no instructions for the float type.
 void moveSixteenBitFloatVectorsAsIntegers(llvm::Module &module);
 
+/// Masked loads and stores of 32 or more 8- or 16-bit lanes as a loop over the lanes, for
+/// CPUs without AVX512-BW, where x86 code generation gives each lane a branch of its own.
+void loopNarrowMaskedMoves(llvm::Module &module);
+
 /// The O3 pipeline, without the loop and SLP vectorizers, for the target machine.
 void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine);
 
