@@ -46,12 +46,14 @@ std::unique_ptr<llvm::TargetMachine> tile::createCpuTargetMachine(const Target &
 
 void tile::inlineLocalCalls(llvm::Module &module) {
   llvm::SmallVector<llvm::CallBase *> calls;
-  for (llvm::Function &function : module)
+  for (llvm::Function &function : module) {
+    if (!function.hasLocalLinkage() || function.isDeclaration())
+      continue;
     for (llvm::User *user : function.users())
       if (auto *call = llvm::dyn_cast<llvm::CallBase>(user);
-          call && call->getCalledFunction() == &function && function.hasLocalLinkage() &&
-          !function.isDeclaration())
+          call && call->getCalledFunction() == &function)
         calls.push_back(call);
+  }
   for (llvm::CallBase *call : calls) {
     llvm::InlineFunctionInfo info;
     llvm::InlineResult inlined = llvm::InlineFunction(*call, info);
