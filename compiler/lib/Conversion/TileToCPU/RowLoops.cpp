@@ -91,6 +91,27 @@ std::optional<std::pair<StringRef, SmallVector<int64_t>>> positionsOf(Operation 
   return std::nullopt;
 }
 
+/// Whether `a` and `b`, ops of one name, carry the same attributes but for `skipped`
+/// (none where empty). Compared in place: an op's whole attribute dictionary, inherent
+/// attributes included, is built and uniqued in the context each time it is asked for,
+/// and the rows' chains compared thousands of ops.
+bool sameAttributesBut(Operation *a, Operation *b, StringRef skipped) {
+  if (!a->getPropertiesStorageSize()) {
+    auto others = [&](Operation *op) {
+      return llvm::make_filter_range(
+          op->getAttrs(), [&](NamedAttribute attr) { return attr.getName() != skipped; });
+    };
+    return llvm::equal(others(a), others(b));
+  }
+  if (a->getDiscardableAttrDictionary() != b->getDiscardableAttrDictionary())
+    return false;
+  if (skipped.empty())
+    return a->getName().compareOpProperties(a->getPropertiesStorage(), b->getPropertiesStorage());
+  return llvm::all_of(a->getName().getAttributeNames(), [&](StringAttr name) {
+    return name.getValue() == skipped || a->getInherentAttr(name) == b->getInherentAttr(name);
+  });
+}
+
 /// Whether row `r`'s op `op` is row 0's `first` but for stepped constants and positions,
 /// whose row-`r` values are appended to `constants` and `positions`.
 bool sameButForRow(Operation *first, Operation *op, const DenseMap<Operation *, size_t> &indexOf0,
@@ -124,15 +145,12 @@ bool sameButForRow(Operation *first, Operation *op, const DenseMap<Operation *, 
     constants.push_back(std::nullopt);
   }
   auto positionsFirst = positionsOf(first), positionsOp = positionsOf(op);
-  NamedAttrList attrsFirst(first->getAttrDictionary()), attrsOp(op->getAttrDictionary());
   if (positionsFirst) {
     if (positionsFirst->second.size() != positionsOp->second.size())
       return false;
-    attrsFirst.erase(positionsFirst->first);
-    attrsOp.erase(positionsOp->first);
     positions.append(positionsOp->second);
   }
-  return attrsFirst.getDictionary(first->getContext()) == attrsOp.getDictionary(op->getContext());
+  return sameAttributesBut(first, op, positionsFirst ? positionsFirst->first : StringRef());
 }
 
 /// The chains of `rows` (each row's stores, rows in order), where every row's chain is
