@@ -387,7 +387,8 @@ Binary tile::compile(mlir::ModuleOp module, const Target &target, const CompileO
   llvmModule->setTargetTriple(machine->getTargetTriple());
   llvmModule->setDataLayout(machine->createDataLayout());
   inlineLocalCalls(*llvmModule);
-  optimizeModule(*llvmModule, *machine);
+  optimizeModule(*llvmModule, *machine,
+                 options.allOptimizerPasses ? OptimizerPasses::All : OptimizerPasses::CpuKernel);
   moveSixteenBitFloatVectorsAsIntegers(*llvmModule);
   if (!target.hasFeature("avx512bw"))
     loopNarrowMaskedMoves(*llvmModule);

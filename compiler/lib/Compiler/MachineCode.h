@@ -45,8 +45,17 @@ void moveSixteenBitFloatVectorsAsIntegers(llvm::Module &module);
 /// CPUs without AVX512-BW, where x86 code generation gives each lane a branch of its own.
 void loopNarrowMaskedMoves(llvm::Module &module);
 
+/// Which of O3's passes run.
+enum class OptimizerPasses {
+  /// All of them.
+  All,
+  /// For a CPU kernel inlined into its entry point: those that change its machine code.
+  CpuKernel,
+};
+
 /// The O3 pipeline, without the loop and SLP vectorizers, for the target machine.
-void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine);
+void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine,
+                    OptimizerPasses passes = OptimizerPasses::All);
 
 /// Machine code of the module: an ELF object, or assembly text when `assembly`.
 std::string emitMachineCode(llvm::Module &module, llvm::TargetMachine &machine, bool assembly);

@@ -53,6 +53,9 @@ struct CompileOptions {
   /// then use what ptxas allocates registers for and the CUDA 13.0 driver's PTX compiler
   /// spills: the persistent kernel's epilogue staging deferred into the next tile.
   bool assembleWithPtxas = false;
+  /// CPU targets: run every pass of O3, also those a kernel's optimizer leaves out for
+  /// changing nothing in its machine code (for tests that check they still change nothing).
+  bool allOptimizerPasses = false;
 };
 
 /// The product of compile(): one kernel, ready for a launcher.
