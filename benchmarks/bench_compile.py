@@ -9,8 +9,10 @@ batch, so that on a GPU it is the cost of issuing a call (binding, dispatcher, l
 the kernel, against the matching torch op on the same inputs, timed batch by batch,
 interleaved. Each side is called both ways: tile's op as torch_tile.vector_add (a C
 function that parses its arguments and calls the dispatcher, as torch.add's generated
-binding does) and as torch.ops.tile.vector_add (a Python frame and a boxed call), torch's
-as torch.add and as torch.ops.aten.add.Tensor. The ratios pair like with like. On a GPU, the
+binding does) and as torch.ops.tile.vector_add.default (an op overload: a Python frame and
+a boxed call), torch's as torch.add and as torch.ops.aten.add.Tensor (an overload too; the
+overload packet, torch.ops.tile.vector_add, first picks the overload by its schema). The
+ratios pair like with like. On a GPU, the
 first calls of a 2048^3 fp16 matmul are timed too (its default kernel is the largest of
 a mid-sized problem).
 
@@ -91,18 +93,18 @@ def steady_call(op, device):
     if op == "vector_add":
         a, b = torch.randn(16, device=device), torch.randn(16, device=device)
         calls = {"tile": lambda: torch_tile.vector_add(a, b), "torch": lambda: torch.add(a, b),
-                 "tile_ops": lambda: torch.ops.tile.vector_add(a, b),
+                 "tile_ops": lambda: torch.ops.tile.vector_add.default(a, b),
                  "torch_ops": lambda: aten.add.Tensor(a, b)}
     else:
         a, b = torch.randn(64, 64, device=device), torch.randn(64, 64, device=device)
         if op == "matmul":
             calls = {"tile": lambda: torch_tile.matmul(a, b), "torch": lambda: torch.matmul(a, b),
-                     "tile_ops": lambda: torch.ops.tile.matmul(a, b),
+                     "tile_ops": lambda: torch.ops.tile.matmul.default(a, b),
                      "torch_ops": lambda: aten.mm.default(a, b)}
         else:
             calls = {"tile": lambda: torch_tile.matmul_leaky_relu(a, b, 0.01),
                      "torch": lambda: torch.nn.functional.leaky_relu(torch.matmul(a, b), 0.01),
-                     "tile_ops": lambda: torch.ops.tile.matmul_leaky_relu(a, b, 0.01),
+                     "tile_ops": lambda: torch.ops.tile.matmul_leaky_relu.default(a, b, 0.01),
                      "torch_ops": lambda: aten.leaky_relu.default(aten.mm.default(a, b), 0.01)}
     samples = interleaved_seconds(calls, torch.device(device), budget_s=1.5, min_rounds=25,
                                   host_only=True)
@@ -150,7 +152,7 @@ def main():
         print(f"{row['op']:<24} {row['cold_first_call_ms']:>7.1f} ms {row['warm_disk_first_call_ms']:>13.1f} ms")
     print("cold/warm: median of fresh processes; per call: host time, median of interleaved batches;")
     print("per call: torch_tile.<op> against torch.add / torch.matmul (first ratio), and")
-    print("torch.ops.tile.<op> against torch.ops.aten.<op> (second); above 1: tile costs more.")
+    print("torch.ops.tile.<op>.default against torch.ops.aten.<op>.<overload> (second); above 1: tile costs more.")
 
     def plot(axis):
         xs = range(len(rows))
