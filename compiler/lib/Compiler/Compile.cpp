@@ -119,6 +119,22 @@ bool runStage(mlir::PassManager &pipeline, mlir::ModuleOp module) {
   return mlir::succeeded(pipeline.run(module)) && mlir::succeeded(mlir::verify(module));
 }
 
+/// Drops the tile dialect's attributes from the arguments of the LLVM functions of
+/// `module` (the pointer ranges the lowerings read), which are done with by then. The
+/// translation to LLVM IR warns about each argument attribute of a dialect it does not
+/// know, and the warning prints the whole function into its message: 2.3 of the 3 ms a
+/// 64x64 bf16 CPU kernel's translation took.
+void dropTileArgumentAttributes(mlir::Operation *module) {
+  module->walk([](mlir::LLVM::LLVMFuncOp function) {
+    for (unsigned index = 0; index < function.getNumArguments(); ++index)
+      if (mlir::DictionaryAttr attrs = function.getArgAttrDict(index))
+        for (mlir::NamedAttribute attr : attrs)
+          if (attr.getNameDialect() && attr.getNameDialect()->getNamespace() ==
+                                           mlir::tile::TileDialect::getDialectNamespace())
+            function.removeArgAttr(index, attr.getName());
+  });
+}
+
 mlir::func::FuncOp findKernel(mlir::ModuleOp module) {
   mlir::func::FuncOp kernel;
   for (auto func : module.getOps<mlir::func::FuncOp>()) {
@@ -267,6 +283,7 @@ void compileForGpu(mlir::ModuleOp module, const Target &target, const CompileOpt
         info->print(printer);
       },
       &backendErrors);
+  dropTileArgumentAttributes(kernels);
   std::unique_ptr<llvm::Module> llvmModule =
       mlir::translateModuleToLLVMIR(kernels, llvmContext, "tile_kernels");
   if (!llvmModule || injectedInto(module, "translation"))
@@ -379,6 +396,7 @@ Binary tile::compile(mlir::ModuleOp module, const Target &target, const CompileO
     diagnostics.fail("lowering tile-cpu -> llvm failed:");
 
   llvm::LLVMContext llvmContext;
+  dropTileArgumentAttributes(module);
   std::unique_ptr<llvm::Module> llvmModule = mlir::translateModuleToLLVMIR(module, llvmContext);
   if (!llvmModule || injectedInto(module, "translation"))
     diagnostics.fail("translation to LLVM IR failed:");
