@@ -12,9 +12,8 @@ function that parses its arguments and calls the dispatcher, as torch.add's gene
 binding does) and as torch.ops.tile.vector_add.default (an op overload: a Python frame and
 a boxed call), torch's as torch.add and as torch.ops.aten.add.Tensor (an overload too; the
 overload packet, torch.ops.tile.vector_add, first picks the overload by its schema). The
-ratios pair like with like. On a GPU, the
-first calls of a 2048^3 fp16 matmul are timed too (its default kernel is the largest of
-a mid-sized problem).
+ratios pair like with like. On a GPU, the first calls of a 2048^3 fp16 matmul are timed
+too (its default kernel is the largest of a mid-sized problem).
 
     python benchmarks/bench_compile.py [--device cpu|cuda] [--repeats 3]
 """

@@ -16,7 +16,10 @@
 #include <thread>
 
 using namespace tile;
+using tile::testing::matmulSpec;
+using tile::testing::stage;
 using tile::testing::vectorAddSpec;
+using tile::testing::withKnobs;
 
 namespace {
 
@@ -133,10 +136,7 @@ TEST(Compiler, SixteenBitFloatVectorsMoveWholeOnCpusWithoutTheirInstructions) {
       CompileOptions options;
       options.keepStages = true;
       Binary binary = compile(*module, target, options);
-      std::string assembly;
-      for (const auto &[name, text] : binary.stages)
-        if (name == "asm")
-          assembly = text;
+      const std::string &assembly = stage(binary, "asm");
       // AVX2 has no masked 16-bit moves: the edge block's are a loop over its lanes
       // there (a branch per lane had made ~3,500 instructions).
       EXPECT_LT(instructionCount(assembly), 800u);
@@ -179,57 +179,21 @@ TEST(Compiler, SixteenBitFloatVectorsMoveWholeOnCpusWithoutTheirInstructions) {
 // leaky_relu on AVX2, 64-bit indices, a bf16 vector_add without AVX512-BF16) must still
 // come out the same with every pass, or the list needs looking at again.
 TEST(Compiler, CpuKernelOptimizerLeavesOutOnlyPassesThatChangeNothing) {
-  auto matmul = [](const char *op, std::vector<std::string> dtypes,
-                   std::map<std::string, int64_t> config) {
-    return ops::KernelSpec{op, std::move(dtypes), std::move(config)};
-  };
+  ops::KernelSpec biasRow = matmulSpec("matmul", "bf16", "bf16", 32, 32, 256, 8);
+  biasRow.dtypes.push_back("bf16");
   const std::pair<const char *, ops::KernelSpec> cases[] = {
-      {"cpu:sapphirerapids", matmul("matmul", {"bf16", "bf16"},
-                                    {{"BLOCK_M", 64},
-                                     {"BLOCK_N", 64},
-                                     {"BLOCK_K", 1024},
-                                     {"GROUP_M", 8},
-                                     {"index_bits", 32},
-                                     {"packed_b", 2},
-                                     {"unit_strides", 42}})},
-      {"cpu:sapphirerapids", matmul("matmul", {"bf16", "bf16", "bf16"},
-                                    {{"BLOCK_M", 32},
-                                     {"BLOCK_N", 32},
-                                     {"BLOCK_K", 256},
-                                     {"GROUP_M", 8},
-                                     {"index_bits", 32},
-                                     {"packed_b", 2},
-                                     {"unit_strides", 106}})},
-      {"cpu:sapphirerapids", matmul("matmul", {"i8", "i32"},
-                                    {{"BLOCK_M", 32},
-                                     {"BLOCK_N", 32},
-                                     {"BLOCK_K", 64},
-                                     {"GROUP_M", 8},
-                                     {"index_bits", 32},
-                                     {"packed_b", 4},
-                                     {"unit_strides", 42}})},
-      {"cpu:znver4", matmul("matmul", {"i8", "i32"},
-                            {{"BLOCK_M", 4},
-                             {"BLOCK_N", 64},
-                             {"BLOCK_K", 256},
-                             {"GROUP_M", 256},
-                             {"index_bits", 32},
-                             {"unit_strides", 40}})},
-      {"cpu:skylake-avx512", matmul("matmul", {"f32", "f32"},
-                                    {{"BLOCK_M", 4},
-                                     {"BLOCK_N", 64},
-                                     {"BLOCK_K", 256},
-                                     {"GROUP_M", 256},
-                                     {"index_bits", 64},
-                                     {"packed_b", 1},
-                                     {"unit_strides", 42}})},
-      {"cpu:x86-64-v3", matmul("matmul_leaky_relu", {"f32", "f32"},
-                               {{"BLOCK_M", 4},
-                                {"BLOCK_N", 64},
-                                {"BLOCK_K", 64},
-                                {"GROUP_M", 256},
-                                {"index_bits", 32},
-                                {"unit_strides", 42}})},
+      {"cpu:sapphirerapids", withKnobs(matmulSpec("matmul", "bf16", "bf16", 64, 64, 1024, 8),
+                                       {{"packed_b", 2}, {"unit_strides", 42}})},
+      {"cpu:sapphirerapids", withKnobs(biasRow, {{"packed_b", 2}, {"unit_strides", 106}})},
+      {"cpu:sapphirerapids", withKnobs(matmulSpec("matmul", "i8", "i32", 32, 32, 64, 8),
+                                       {{"packed_b", 4}, {"unit_strides", 42}})},
+      {"cpu:znver4",
+       withKnobs(matmulSpec("matmul", "i8", "i32", 4, 64, 256, 256), {{"unit_strides", 40}})},
+      {"cpu:skylake-avx512",
+       withKnobs(matmulSpec("matmul", "f32", "f32", 4, 64, 256, 256),
+                 {{"index_bits", 64}, {"packed_b", 1}, {"unit_strides", 42}})},
+      {"cpu:x86-64-v3", withKnobs(matmulSpec("matmul_leaky_relu", "f32", "f32", 4, 64, 64, 256),
+                                  {{"unit_strides", 42}})},
       {"cpu:skylake-avx512", vectorAddSpec("bf16", 128)},
   };
   for (const auto &[target, spec] : cases) {
@@ -240,10 +204,7 @@ TEST(Compiler, CpuKernelOptimizerLeavesOutOnlyPassesThatChangeNothing) {
       CompileOptions options;
       options.keepStages = true;
       options.allOptimizerPasses = allPasses;
-      for (const auto &[name, text] : compile(*module, Target::parse(target), options).stages)
-        if (name == "asm")
-          return text;
-      return std::string();
+      return stage(compile(*module, Target::parse(target), options), "asm");
     };
     std::string lean = assembly(false);
     EXPECT_FALSE(lean.empty());

@@ -22,6 +22,7 @@
 #include <map>
 
 using namespace tile;
+using tile::testing::stage;
 using tile::testing::vectorAddSpec;
 
 namespace {
@@ -33,13 +34,6 @@ Binary compileVectorAdd(const std::string &target, const std::string &dtype) {
   CompileOptions options;
   options.keepStages = true;
   return compile(*module, Target::parse(target), options);
-}
-
-const std::string &stage(const Binary &binary, const std::string &name) {
-  for (const auto &[stageName, text] : binary.stages)
-    if (stageName == name)
-      return text;
-  throw std::runtime_error("no stage " + name);
 }
 
 struct AmdArch {

@@ -2,7 +2,10 @@
 #define TILE_TESTS_CPP_TESTKERNELS_H
 
 #include "ops/KernelBuilders.h"
+#include "tile/Compiler/Compile.h"
 
+#include <map>
+#include <stdexcept>
 #include <string>
 
 namespace tile::testing {
@@ -22,6 +25,23 @@ inline ops::KernelSpec matmulSpec(const std::string &op, const std::string &in,
            {"BLOCK_K", blockK},
            {"GROUP_M", groupM},
            {"index_bits", 32}}};
+}
+
+/// `spec` with `knobs` set in its config (added or replaced).
+inline ops::KernelSpec withKnobs(ops::KernelSpec spec,
+                                 const std::map<std::string, int64_t> &knobs) {
+  for (const auto &[name, value] : knobs)
+    spec.config[name] = value;
+  return spec;
+}
+
+/// The text of the stage `name` ("tile", "tile-cpu", "llvm", "asm", ...) of a binary
+/// compiled with CompileOptions::keepStages.
+inline const std::string &stage(const Binary &binary, const std::string &name) {
+  for (const auto &[stageName, text] : binary.stages)
+    if (stageName == name)
+      return text;
+  throw std::runtime_error("no stage " + name);
 }
 
 } // namespace tile::testing

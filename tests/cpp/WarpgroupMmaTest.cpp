@@ -52,12 +52,7 @@ Binary binaryOf(const std::string &dtype, const std::map<std::string, int64_t> &
   return compile(*module, hopper(), options);
 }
 
-std::string asmOf(const Binary &binary) {
-  for (const auto &[name, text] : binary.stages)
-    if (name == "asm")
-      return text;
-  return {};
-}
+std::string asmOf(const Binary &binary) { return tile::testing::stage(binary, "asm"); }
 
 std::string ptxOf(const std::string &dtype, const std::map<std::string, int64_t> &config,
                   const std::string &out = "") {
