@@ -3,15 +3,21 @@
 
 #include "runtime/CompileAndLoad.h"
 
+#include <chrono>
+
 using namespace tile;
 using namespace tile::runtime;
 
 KernelCache::KernelCache(CompileFn compile) : compile_(std::move(compile)) {}
 
-KernelCache::KernelPtr KernelCache::get(const ops::KernelSpec &spec, const Target &target) {
-  // This runs on every op call: the host's long CPU feature list is named, not copied.
+std::string KernelCache::idOf(const ops::KernelSpec &spec, const Target &target) {
+  // The host's long CPU feature list is named, not copied.
   bool hostFeatures = target.features == Target::host().features;
-  std::string id = target.str() + "|" + (hostFeatures ? "host" : target.features) + "|" + spec.str();
+  return target.str() + "|" + (hostFeatures ? "host" : target.features) + "|" + spec.str();
+}
+
+KernelCache::KernelPtr KernelCache::get(const ops::KernelSpec &spec, const Target &target) {
+  std::string id = idOf(spec, target);
   std::promise<KernelPtr> promise;
   std::shared_future<KernelPtr> entry;
   bool compileHere = false;
@@ -42,6 +48,17 @@ KernelCache::KernelPtr KernelCache::get(const ops::KernelSpec &spec, const Targe
     promise.set_exception(std::current_exception());
     throw;
   }
+}
+
+KernelCache::KernelPtr KernelCache::ready(const ops::KernelSpec &spec, const Target &target) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = kernels_.find(idOf(spec, target));
+  // An entry in the map is either in flight or compiled: a failed compile leaves it.
+  if (it == kernels_.end() ||
+      it->second.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
+    return nullptr;
+  ++stats_.hits;
+  return it->second.get();
 }
 
 KernelCache::Stats KernelCache::stats() const {

@@ -30,6 +30,9 @@ public:
   explicit KernelCache(CompileFn compile);
 
   KernelPtr get(const ops::KernelSpec &spec, const Target &target);
+  /// The kernel where this cache holds it compiled (counted as a hit), else null: one
+  /// that a call would compile, load from the disk cache or wait for.
+  KernelPtr ready(const ops::KernelSpec &spec, const Target &target);
   /// Counts a call that a launch plan served with one of this cache's kernels: a hit,
   /// without the lookup.
   void recordHit();
@@ -41,6 +44,8 @@ public:
   static KernelCache &global();
 
 private:
+  static std::string idOf(const ops::KernelSpec &spec, const Target &target);
+
   CompileFn compile_;
   mutable std::mutex mutex_;
   std::unordered_map<std::string, std::shared_future<KernelPtr>> kernels_;

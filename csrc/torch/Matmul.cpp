@@ -16,40 +16,73 @@
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
+#include <future>
+#include <system_error>
+
 namespace {
 
-/// A b that is not written yet (float16's bfloat16 terms): `intoPanels` writes it straight
-/// into the panels a launch reads in pairs of k, `intoRows` into the memory the b given to
-/// matmulCpu views, for launches that take it otherwise.
-struct UnwrittenB {
-  std::function<void(const tile::runtime::PanelLayout &, void *)> intoPanels;
-  std::function<void()> intoRows;
+/// Operands that are not written yet (float16's bfloat16 terms), written by the launch
+/// itself, over the given threads, so that a first call writes them while its kernel
+/// compiles. `a` writes the memory of the a given to matmulCpu, which reads it in place
+/// (its rows whole cache lines apart and whole 64-row blocks: prepareMatmul makes no copy
+/// of such an a). `bIntoPanels` writes b straight into the panels a launch reads in pairs
+/// of k, `bIntoRows` into the memory the b given to matmulCpu views, for launches that
+/// take it otherwise.
+struct UnwrittenOperands {
+  std::function<void(const tile::runtime::ParallelFor &)> a;
+  std::function<void(const tile::runtime::PanelLayout &, void *,
+                     const tile::runtime::ParallelFor &)>
+      bIntoPanels;
+  std::function<void(const tile::runtime::ParallelFor &)> bIntoRows;
 };
 
 /// `rowBands`: a was just written by the launch's threads, each a band of its rows (see
-/// launchCpuInRowBands). `unwrittenB`: b's memory is written by it, not yet.
+/// launchCpuInRowBands). `unwritten`: operands that the call writes, not yet written.
 at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
                      std::optional<double> negativeSlope, std::optional<at::ScalarType> outDtype,
                      const std::optional<at::Tensor> &bias, bool rowBands = false,
-                     const UnwrittenB *unwrittenB = nullptr) {
+                     const UnwrittenOperands *unwritten = nullptr) {
+  using tile::runtime::LaunchPlan;
+  using tile::runtime::ParallelFor;
   const auto &target = tile::runtime::cpuTarget();
   tile::binding::MatmulCall call;
   tile::binding::prepareMatmul(call, op, a, b, negativeSlope, outDtype, bias, target,
                                /*contiguousRowsOfB=*/true);
   if (call.empty())
     return call.result();
-  bool bInRows = !unwrittenB;
-  auto run = [&](const tile::runtime::LaunchPlan &plan) {
+  if (unwritten && call.a.const_data_ptr() != a.const_data_ptr())
+    throw std::logic_error("matmulCpu: an a not written yet was copied");
+  bool aWritten = !unwritten, bInRows = !unwritten;
+  // b's panels are the calling thread's scratch, whichever thread writes them.
+  auto panelsFor = [&](const LaunchPlan &plan) -> void * {
+    if (!plan.bPanelWidth)
+      return nullptr;
+    return tile::runtime::panelScratch(
+        tile::binding::bPanelLayout(call, plan.bPanelWidth, plan.bPanelGroup).bytes());
+  };
+  // What a launch reads that is not there yet: a once, b's panels before every launch.
+  auto writeOperands = [&](const LaunchPlan &plan, void *panels, const ParallelFor &parallelFor) {
+    if (!aWritten) {
+      unwritten->a(parallelFor);
+      aWritten = true;
+    }
     bool pairsOfK = plan.bPanelWidth && plan.bPanelGroup == 2;
     if (!bInRows && !pairsOfK) {
-      unwrittenB->intoRows();
+      unwritten->bIntoRows(parallelFor);
       bInRows = true;
     }
-    if (plan.bPanelWidth && !bInRows)
-      tile::binding::writeBPanels(call, plan.bPanelWidth, plan.bPanelGroup, unwrittenB->intoPanels);
-    else if (plan.bPanelWidth)
-      tile::binding::packBIntoPanels(call, plan.bPanelWidth, plan.bPanelGroup,
-                                     tile::binding::atenParallelFor);
+    if (!plan.bPanelWidth)
+      return;
+    auto layout = tile::binding::bPanelLayout(call, plan.bPanelWidth, plan.bPanelGroup);
+    if (!bInRows)
+      tile::binding::writeBPanels(call, layout, panels,
+                                  [&](const tile::runtime::PanelLayout &layout, void *panels) {
+                                    unwritten->bIntoPanels(layout, panels, parallelFor);
+                                  });
+    else
+      tile::binding::packBIntoPanels(call, layout, panels, parallelFor);
+  };
+  auto launch = [&](const LaunchPlan &plan) {
     int64_t bands = at::get_num_threads();
     if (rowBands && plan.rowBlocks >= bands && bands > 1 && plan.programs >= plan.grain * bands)
       tile::runtime::launchCpuInRowBands(*plan.kernel, call.args(), plan.rowBlocks,
@@ -60,21 +93,52 @@ at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
                                tile::runtime::Grid{static_cast<int32_t>(plan.programs), 1, 1},
                                plan.grain, tile::binding::atenParallelFor);
   };
+  auto run = [&](const LaunchPlan &plan) {
+    writeOperands(plan, panelsFor(plan), tile::binding::atenParallelFor);
+    launch(plan);
+  };
   if (auto plan = tile::runtime::reusePlan(call.signature)) {
     run(*plan);
     return call.result();
   }
   call.specify();
-  auto planFor = [&](const tile::ops::KernelSpec &spec, int64_t programs) {
-    return tile::runtime::cpuMatmulPlan(tile::runtime::KernelCache::global().get(spec, target),
-                                        spec, target, programs, call.a.size(0), a.size(1));
+  auto &kernels = tile::runtime::KernelCache::global();
+  auto planFor = [&](std::shared_ptr<const tile::runtime::LoadedKernel> kernel,
+                     const tile::ops::KernelSpec &spec, int64_t programs) {
+    return tile::runtime::cpuMatmulPlan(std::move(kernel), spec, target, programs, call.a.size(0),
+                                        a.size(1));
   };
   auto [spec, programs] = tile::binding::chooseMatmulConfig(
-      call, target, [&](const tile::ops::KernelSpec &spec, int64_t programs) { run(planFor(spec, programs)); },
+      call, target,
+      [&](const tile::ops::KernelSpec &spec, int64_t programs) {
+        run(planFor(kernels.get(spec, target), spec, programs));
+      },
       [] {}, /*mayBenchmark=*/true);
-  auto plan = planFor(spec, programs);
+  LaunchPlan plan = planFor(kernels.ready(spec, target), spec, programs);
+  if (plan.kernel) {
+    run(plan);
+  } else {
+    // A kernel to compile (or to load from the disk cache): a helper thread writes the
+    // operands meanwhile, on its own, touching their fresh pages during the compile
+    // instead of after it (12 MB of a 1024^3 float16 call's terms took 14 ms after a
+    // compile of about 50 on a 2-core Xeon VM). The compile keeps the calling thread and
+    // its warm heap: moved to the helper instead, it ran up to 6 ms slower.
+    void *panels = panelsFor(plan);
+    std::future<void> written;
+    try {
+      written = std::async(std::launch::async,
+                           [&] { writeOperands(plan, panels, tile::runtime::serialFor); });
+    } catch (const std::system_error &) {
+      // No thread to be had: the operands are written after the compile, as on one thread.
+    }
+    plan.kernel = kernels.get(spec, target);
+    if (written.valid())
+      written.get();
+    else
+      writeOperands(plan, panels, tile::binding::atenParallelFor);
+    launch(plan);
+  }
   tile::runtime::LaunchPlans::global().insert(call.signature, plan);
-  run(plan);
   return call.result();
 }
 
@@ -127,47 +191,59 @@ std::optional<at::Tensor> matmulHalfOnBfloat16Tiles(const char *op, const at::Te
   // block row whole, as they would on a's own copy (prepareMatmul), which this spares.
   int64_t rows = tile::binding::rowsOfWholeTileBlocks(m);
   at::Tensor c;
-  // An infinity's or NaN's terms would turn products NaN (see splitHalves): such b takes
-  // the float32 path, checked before any of it is split (its terms are written during
-  // the launch, straight into the panels the tiles read).
+  // An infinity's or NaN's terms would turn products NaN (see splitHalves): such operands
+  // take the float32 path. b is checked before any of it is split (its terms are written
+  // during the launch, straight into the panels the tiles read, perhaps more than once);
+  // a's split, before any launch, finds out itself.
   if (!tile::runtime::allFiniteHalves(halves(bRows), k, n, bRows.stride(0), bRows.stride(1),
                                       tile::binding::atenParallelFor))
     return std::nullopt;
+  struct NotFiniteA {};
   for (int64_t k0 = 0; k0 < k; k0 += chunkK) {
     int64_t kk = std::min(chunkK, k - k0), length = tile::runtime::halfSplitTermLength(kk);
     uint16_t *aTerms = scratchBfloat16s(ScratchUse::FloatA, rows * terms * length);
-    std::fill(aTerms + m * terms * length, aTerms + rows * terms * length, uint16_t(0));
-    if (!tile::runtime::splitHalves(halves(aRows) + k0 * aRows.stride(1), m, kk, aRows.stride(0),
-                                    aRows.stride(1), tile::runtime::placeRowsOfA(aTerms, kk, terms),
-                                    tile::binding::atenParallelFor))
-      return std::nullopt;
-    // b's terms are written where the launch reads them: into its panels, or into these
-    // rows (untouched, so not paged in, where the panels take them).
     uint16_t *bTerms = scratchBfloat16s(ScratchUse::FloatB, terms * length * n);
+    const uint16_t *aChunk = halves(aRows) + k0 * aRows.stride(1);
     const uint16_t *bChunk = halves(bRows) + k0 * bRows.stride(0);
     auto finiteAsChecked = [](bool finite) {
       if (!finite) // allFiniteHalves said so above
         throw std::logic_error("float16 b changed while it was split");
     };
-    UnwrittenB termsOfB{[&](const tile::runtime::PanelLayout &layout, void *panels) {
-                          finiteAsChecked(tile::runtime::splitHalvesIntoPanels(
-                              bChunk, kk, n, bRows.stride(0), bRows.stride(1), terms, layout,
-                              static_cast<uint16_t *>(panels), tile::binding::atenParallelFor));
-                        },
-                        [&] {
-                          finiteAsChecked(tile::runtime::splitHalves(
-                              bChunk, kk, n, bRows.stride(0), bRows.stride(1),
-                              tile::runtime::placeRowsOfB(bTerms, kk, n, terms),
-                              tile::binding::atenParallelFor));
-                        }};
+    // The terms are written where the launch reads them: a's whole rows in place, b's
+    // into its panels, or into these rows (untouched, so not paged in, where the panels
+    // take them).
+    using tile::runtime::ParallelFor;
+    UnwrittenOperands unwritten{
+        [&](const ParallelFor &parallelFor) {
+          std::fill(aTerms + m * terms * length, aTerms + rows * terms * length, uint16_t(0));
+          if (!tile::runtime::splitHalves(aChunk, m, kk, aRows.stride(0), aRows.stride(1),
+                                          tile::runtime::placeRowsOfA(aTerms, kk, terms),
+                                          parallelFor))
+            throw NotFiniteA{};
+        },
+        [&](const tile::runtime::PanelLayout &layout, void *panels,
+            const ParallelFor &parallelFor) {
+          finiteAsChecked(tile::runtime::splitHalvesIntoPanels(
+              bChunk, kk, n, bRows.stride(0), bRows.stride(1), terms, layout,
+              static_cast<uint16_t *>(panels), parallelFor));
+        },
+        [&](const ParallelFor &parallelFor) {
+          finiteAsChecked(tile::runtime::splitHalves(
+              bChunk, kk, n, bRows.stride(0), bRows.stride(1),
+              tile::runtime::placeRowsOfB(bTerms, kk, n, terms), parallelFor));
+        }};
     at::Tensor aSplit = at::from_blob(aTerms, {rows, terms * length}, bfloat16);
     at::Tensor bSplit = at::from_blob(bTerms, {terms * length, n}, bfloat16);
-    if (chunks == 1)
-      return matmulCpu(op, aSplit, bSplit, negativeSlope, at::kFloat, bias32, false, &termsOfB)
-          .narrow(0, 0, m);
-    at::Tensor part = matmulCpu("tile::matmul", aSplit, bSplit, std::nullopt, at::kFloat,
-                                std::nullopt, false, &termsOfB);
-    c = c.defined() ? c.add_(part) : part;
+    try {
+      if (chunks == 1)
+        return matmulCpu(op, aSplit, bSplit, negativeSlope, at::kFloat, bias32, false, &unwritten)
+            .narrow(0, 0, m);
+      at::Tensor part = matmulCpu("tile::matmul", aSplit, bSplit, std::nullopt, at::kFloat,
+                                  std::nullopt, false, &unwritten);
+      c = c.defined() ? c.add_(part) : part;
+    } catch (const NotFiniteA &) {
+      return std::nullopt;
+    }
   }
   if (bias32)
     c.add_(*bias32);

@@ -359,19 +359,22 @@ int64_t tile::binding::panelGroupFor(const Target &target, const std::string &in
   return group;
 }
 
-void tile::binding::packBIntoPanels(MatmulCall &call, int64_t width, int64_t group,
-                                    const runtime::ParallelFor &parallelFor) {
-  writeBPanels(call, width, group, [&](const runtime::PanelLayout &layout, void *panels) {
+tile::runtime::PanelLayout tile::binding::bPanelLayout(const MatmulCall &call, int64_t width,
+                                                       int64_t group) {
+  return runtime::PanelLayout{call.b.size(0), call.b.size(1), width, call.b.element_size(), group};
+}
+
+void tile::binding::packBIntoPanels(MatmulCall &call, const runtime::PanelLayout &layout,
+                                    void *panels, const runtime::ParallelFor &parallelFor) {
+  writeBPanels(call, layout, panels, [&](const runtime::PanelLayout &layout, void *panels) {
     runtime::packPanels(call.b.data_ptr(), call.b.stride(0), call.b.stride(1), layout, panels,
                         parallelFor);
   });
 }
 
 void tile::binding::writeBPanels(
-    MatmulCall &call, int64_t width, int64_t group,
+    MatmulCall &call, const runtime::PanelLayout &layout, void *panels,
     const std::function<void(const runtime::PanelLayout &, void *)> &write) {
-  runtime::PanelLayout layout{call.b.size(0), call.b.size(1), width, call.b.element_size(), group};
-  void *panels = runtime::panelScratch(layout.bytes());
   write(layout, panels);
   call.arguments.useBPanels(panels, layout);
 }

@@ -7,6 +7,7 @@
 #include "runtime/CpuLauncher.h"
 #include "runtime/LaunchPlans.h"
 #include "runtime/MatmulArguments.h"
+#include "runtime/PanelPacking.h"
 #include "tile/Compiler/Target.h"
 
 #include <ATen/core/Tensor.h>
@@ -88,14 +89,17 @@ bool usesMatrixTiles(const Target &target, const std::string &inputDtype, bool u
 int64_t panelGroupFor(const Target &target, const std::string &inputDtype, bool unitKOfA,
                       const std::map<std::string, int64_t> &config);
 
-/// b copied into panels `width` columns wide with `group` rows side by side (the calling
-/// thread's panelScratch()), and the call's arguments pointed at them.
-void packBIntoPanels(MatmulCall &call, int64_t width, int64_t group,
+/// The panels of the call's b, `width` columns wide with `group` rows side by side.
+runtime::PanelLayout bPanelLayout(const MatmulCall &call, int64_t width, int64_t group);
+
+/// b copied into `panels` (layout.bytes() of them, usually the calling thread's
+/// panelScratch()), and the call's arguments pointed at them.
+void packBIntoPanels(MatmulCall &call, const runtime::PanelLayout &layout, void *panels,
                      const runtime::ParallelFor &parallelFor);
 
 /// The same panels of b written by `write` (which the caller makes from b's source, b
 /// itself not yet written), and the call's arguments pointed at them.
-void writeBPanels(MatmulCall &call, int64_t width, int64_t group,
+void writeBPanels(MatmulCall &call, const runtime::PanelLayout &layout, void *panels,
                   const std::function<void(const runtime::PanelLayout &, void *)> &write);
 
 } // namespace tile::binding
