@@ -39,9 +39,11 @@ struct PanelLayout {
 };
 
 /// Copies `source` (strides in elements, any layout: a transposed b is packed in the
-/// same pass) into `panels` (layout.bytes() of them), over `parallelFor`'s threads.
+/// same pass) into `panels` (layout.bytes() of them), over `parallelFor`'s threads, in at
+/// least `tasks` tasks where there are as many panels: the launch that reads the panels
+/// passes its own tasks, so that each thread writes the panels its programs read.
 void packPanels(const void *source, int64_t rowStride, int64_t colStride, const PanelLayout &layout,
-                void *panels, const ParallelFor &parallelFor = serialFor);
+                void *panels, const ParallelFor &parallelFor = serialFor, int64_t tasks = 1);
 
 /// Copies `rows` runs of `rowBytes` bytes, `fromStride` bytes apart, to `to`, `toStride`
 /// bytes apart, each followed by zeros up to the next, over `parallelFor`'s threads.

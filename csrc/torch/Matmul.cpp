@@ -80,7 +80,8 @@ at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
                                     unwritten->bIntoPanels(layout, panels, parallelFor);
                                   });
     else
-      tile::binding::packBIntoPanels(call, layout, panels, parallelFor);
+      tile::binding::packBIntoPanels(call, layout, panels, parallelFor,
+                                     (plan.programs + plan.grain - 1) / plan.grain);
   };
   auto launch = [&](const LaunchPlan &plan) {
     int64_t bands = at::get_num_threads();

@@ -365,10 +365,11 @@ tile::runtime::PanelLayout tile::binding::bPanelLayout(const MatmulCall &call, i
 }
 
 void tile::binding::packBIntoPanels(MatmulCall &call, const runtime::PanelLayout &layout,
-                                    void *panels, const runtime::ParallelFor &parallelFor) {
+                                    void *panels, const runtime::ParallelFor &parallelFor,
+                                    int64_t tasks) {
   writeBPanels(call, layout, panels, [&](const runtime::PanelLayout &layout, void *panels) {
     runtime::packPanels(call.b.data_ptr(), call.b.stride(0), call.b.stride(1), layout, panels,
-                        parallelFor);
+                        parallelFor, tasks);
   });
 }
 

@@ -93,9 +93,10 @@ int64_t panelGroupFor(const Target &target, const std::string &inputDtype, bool 
 runtime::PanelLayout bPanelLayout(const MatmulCall &call, int64_t width, int64_t group);
 
 /// b copied into `panels` (layout.bytes() of them, usually the calling thread's
-/// panelScratch()), and the call's arguments pointed at them.
+/// panelScratch()) in at least `tasks` tasks (the launch's: see packPanels), and the
+/// call's arguments pointed at them.
 void packBIntoPanels(MatmulCall &call, const runtime::PanelLayout &layout, void *panels,
-                     const runtime::ParallelFor &parallelFor);
+                     const runtime::ParallelFor &parallelFor, int64_t tasks);
 
 /// The same panels of b written by `write` (which the caller makes from b's source, b
 /// itself not yet written), and the call's arguments pointed at them.

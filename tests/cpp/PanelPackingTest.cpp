@@ -118,6 +118,32 @@ TEST(PanelPacking, EveryElementLandsInItsGroupOfRows) {
       << "groups of rows are 32-bit words";
 }
 
+TEST(PanelPacking, SmallPanelsSplitAsTheLaunchDoes) {
+  // b of an int8 256^3 matmul: 8 panels of 8 KB, under one task's 64 KB. Alone the copy
+  // takes one task; for a launch of two tasks it takes two, each half of the panels (so
+  // that each thread's programs read the panels it wrote), and still writes each once.
+  PanelLayout layout{256, 256, 32, 1, 4};
+  ASSERT_EQ(layout.panels(), 8);
+  std::vector<uint8_t> source(256 * 256);
+  for (size_t i = 0; i < source.size(); ++i)
+    source[i] = uint8_t(i * 37 + 11);
+  for (int64_t tasks : {1, 2, 3}) {
+    std::vector<std::pair<int64_t, int64_t>> ranges;
+    ParallelFor recording = [&](int64_t begin, int64_t end, int64_t grain,
+                                const std::function<void(int64_t, int64_t)> &body) {
+      for (int64_t first = begin; first < end; first += grain) {
+        ranges.emplace_back(first, std::min(end, first + grain));
+        body(first, std::min(end, first + grain));
+      }
+    };
+    std::vector<uint8_t> panels(size_t(layout.bytes())), once(size_t(layout.bytes()));
+    packPanels(source.data(), 256, 1, layout, panels.data(), recording, tasks);
+    packPanels(source.data(), 256, 1, layout, once.data());
+    EXPECT_EQ(panels, once) << tasks << " tasks";
+    EXPECT_EQ(int64_t(ranges.size()), tasks) << "a task per task of the launch";
+  }
+}
+
 TEST(PanelPacking, ScratchIsKeptUpToItsLimit) {
   void *first = panelScratch(4096);
   ASSERT_NE(first, nullptr);
