@@ -21,13 +21,13 @@
 
 namespace {
 
-/// Operands that are not written yet (float16's bfloat16 terms), written by the launch
-/// itself, over the given threads, so that a first call writes them while its kernel
-/// compiles. `a` writes the memory of the a given to matmulCpu, which reads it in place
-/// (its rows whole cache lines apart and whole 64-row blocks: prepareMatmul makes no copy
-/// of such an a). `bIntoPanels` writes b straight into the panels a launch reads in pairs
-/// of k, `bIntoRows` into the memory the b given to matmulCpu views, for launches that
-/// take it otherwise.
+/// Operands that are not written yet (float16's bfloat16 terms, whose call's output dtype
+/// and bias were checked on its float16 operands), written by the launch itself, over
+/// the given threads, so that a first call writes them while its kernel compiles. `a` writes the
+/// memory of the a given to matmulCpu, which reads it in place (its rows whole cache lines apart
+/// and whole 64-row blocks: prepareMatmul makes no copy of such an a). `bIntoPanels` writes b
+/// straight into the panels a launch reads in pairs of k, `bIntoRows` into the memory the b given
+/// to matmulCpu views, for launches that take it otherwise.
 struct UnwrittenOperands {
   std::function<void(const tile::runtime::ParallelFor &)> a;
   std::function<void(const tile::runtime::PanelLayout &, void *,
@@ -47,7 +47,7 @@ at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
   const auto &target = tile::runtime::cpuTarget();
   tile::binding::MatmulCall call;
   tile::binding::prepareMatmul(call, op, a, b, negativeSlope, outDtype, bias, target,
-                               /*contiguousRowsOfB=*/true);
+                               /*contiguousRowsOfB=*/true, /*termsOfHalves=*/unwritten != nullptr);
   if (call.empty())
     return call.result();
   if (unwritten && call.a.const_data_ptr() != a.const_data_ptr())
@@ -155,20 +155,24 @@ uint16_t *scratchBfloat16s(tile::runtime::ScratchUse use, int64_t elements) {
   return static_cast<uint16_t *>(tile::runtime::threadScratch(use, elements * 2));
 }
 
-/// float16 where the host's matrix tiles take bfloat16 but not float16 (AMX-BF16), the
-/// bias already float32: a and b split into bfloat16 terms (runtime/HalfSplit.h) and
-/// multiplied as one bfloat16 dot, three times as long, on the tiles, into float32. On a
-/// 2-core Sapphire Rapids the tiles multiply bfloat16 4-6x as fast as the float32 kernel
-/// (torch runs float16 as float32): against torch 512^3 0.87 -> 1.13-1.19x, 1024^3 0.88
+/// float16 where the host's matrix tiles take bfloat16 but not float16 (AMX-BF16), into
+/// `out` (float16 or float32), the call checked: a and b split into bfloat16 terms
+/// (runtime/HalfSplit.h) and multiplied as one bfloat16 dot, three times as long, on the tiles,
+/// into float32. On a 2-core Sapphire Rapids the tiles multiply bfloat16 4-6x as fast as the
+/// float32 kernel (torch runs float16 as float32): against torch 512^3 0.87 -> 1.13-1.19x, 1024^3
+/// 0.88
 /// -> 1.43-1.45x; 256^3 and smaller lost to the float32 kernel (the splits, and tiles too few to
 /// pay for them). A dot of more than kChunkK float16 steps (6144 bfloat16 ones) ran slower per
 /// multiply (4096^2 x 12288: 0.85 TFLOP/s, x 6144: 1.2), so longer ones run in chunks of k whose
-/// float32 results are added, the bias and leaky_relu after them. None where the host has no such
-/// tiles, the call is small, or an operand holds an infinity or NaN (see splitHalves).
+/// float32 results are added, the bias and leaky_relu after them; a single dot rounds its
+/// float16 result in its own epilogue (a float32 result rounded after it took 0.8 of 7 ms at
+/// 1024^3). None where the host has no such tiles, the call is small, or an operand holds an
+/// infinity or NaN (see splitHalves).
 std::optional<at::Tensor> matmulHalfOnBfloat16Tiles(const char *op, const at::Tensor &a,
                                                     const at::Tensor &b,
                                                     std::optional<double> negativeSlope,
-                                                    const std::optional<at::Tensor> &bias32) {
+                                                    at::ScalarType out,
+                                                    const std::optional<at::Tensor> &bias) {
   const auto &target = tile::runtime::cpuTarget();
   int64_t m = a.size(0), k = a.size(1), n = b.size(1);
   constexpr int64_t kMultiplyAddsWorthSplits = int64_t(1) << 25, kChunkK = 2048;
@@ -236,8 +240,11 @@ std::optional<at::Tensor> matmulHalfOnBfloat16Tiles(const char *op, const at::Te
     at::Tensor aSplit = at::from_blob(aTerms, {rows, terms * length}, bfloat16);
     at::Tensor bSplit = at::from_blob(bTerms, {terms * length, n}, bfloat16);
     try {
+      // The kernel takes a bias in its input or output dtype: float16 goes with a float16
+      // output, float32 with a float32 one.
       if (chunks == 1)
-        return matmulCpu(op, aSplit, bSplit, negativeSlope, at::kFloat, bias32, false, &unwritten)
+        return matmulCpu(op, aSplit, bSplit, negativeSlope, out,
+                         bias && out == at::kFloat ? bias->to(at::kFloat) : bias, false, &unwritten)
             .narrow(0, 0, m);
       at::Tensor part = matmulCpu("tile::matmul", aSplit, bSplit, std::nullopt, at::kFloat,
                                   std::nullopt, false, &unwritten);
@@ -246,11 +253,12 @@ std::optional<at::Tensor> matmulHalfOnBfloat16Tiles(const char *op, const at::Te
       return std::nullopt;
     }
   }
-  if (bias32)
-    c.add_(*bias32);
+  if (bias)
+    c.add_(bias->to(at::kFloat));
   if (negativeSlope)
     at::leaky_relu_(c, *negativeSlope);
-  return c.narrow(0, 0, m);
+  c = c.narrow(0, 0, m);
+  return out == at::kFloat ? c : c.to(out);
 }
 
 /// float16 on the CPU elsewhere runs as float32: the vector kernel converts each element of b
@@ -267,11 +275,11 @@ std::optional<at::Tensor> matmulHalfAsFloat(const char *op, const at::Tensor &a,
     return std::nullopt;
   at::ScalarType out =
       tile::binding::checkMatmulCall(op, a, b, negativeSlope.has_value(), outDtype, bias);
+  if (auto c = matmulHalfOnBfloat16Tiles(op, a, b, negativeSlope, out, bias))
+    return *c;
   std::optional<at::Tensor> bias32;
   if (bias)
     bias32 = bias->to(at::kFloat);
-  if (auto c = matmulHalfOnBfloat16Tiles(op, a, b, negativeSlope, bias32))
-    return out == at::kFloat ? *c : c->to(at::kHalf);
   using tile::runtime::ScratchUse;
   at::Tensor a32 = scratchFloats(ScratchUse::FloatA, a.sizes()).copy_(a);
   at::Tensor b32 = scratchFloats(ScratchUse::FloatB, b.sizes()).copy_(b);

@@ -183,8 +183,12 @@ void tile::binding::prepareMatmul(MatmulCall &call, const char *op, const at::Te
                                   const at::Tensor &b, std::optional<double> negativeSlope,
                                   std::optional<at::ScalarType> outDtype,
                                   const std::optional<at::Tensor> &bias, const Target &target,
-                                  bool contiguousRowsOfB) {
-  at::ScalarType out = checkMatmulCall(op, a, b, negativeSlope.has_value(), outDtype, bias);
+                                  bool contiguousRowsOfB, bool termsOfHalves) {
+  at::ScalarType out =
+      termsOfHalves ? checkMatmulCall(op, a, b, negativeSlope.has_value(), at::kFloat, std::nullopt)
+                    : checkMatmulCall(op, a, b, negativeSlope.has_value(), outDtype, bias);
+  if (termsOfHalves && outDtype)
+    out = *outDtype;
   int64_t m = a.size(0), k = a.size(1), n = b.size(1);
   // A large enough CPU call reads b from a copy in panels, made from any layout, and so
   // does every call on AMX tile registers (see specify()).

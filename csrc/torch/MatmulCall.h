@@ -61,10 +61,12 @@ at::ScalarType checkMatmulCall(const char *op, const at::Tensor &a, const at::Te
 /// CPU microkernel loads b by rows), or whose rows are a multiple of 4 KB apart (they
 /// would share cache sets) in a call large enough to repay the copy. A bias (1-D, length
 /// N, in the input or the output dtype) is added to the accumulator before the epilogue.
+/// `termsOfHalves`: a and b are the bfloat16 terms of a float16 call whose output dtype
+/// (float16 or float32) and bias the caller checked on its own operands.
 void prepareMatmul(MatmulCall &call, const char *op, const at::Tensor &a, const at::Tensor &b,
                    std::optional<double> negativeSlope, std::optional<at::ScalarType> outDtype,
                    const std::optional<at::Tensor> &bias, const Target &target,
-                   bool contiguousRowsOfB);
+                   bool contiguousRowsOfB, bool termsOfHalves = false);
 
 /// Whether the CPU kernel of a call reads b from a copy in panels (see PanelPacking.h):
 /// where the call is large enough to repay the copy, whatever b's layout.
