@@ -75,6 +75,10 @@ runtime::compileAndLoad(const ops::KernelSpec &spec, const Target &target) {
   return kernel;
 }
 
+bool runtime::storedOnDisk(const ops::KernelSpec &spec, const Target &target) {
+  return DiskCache::global().holds(kernelKey(spec, target), target);
+}
+
 Binary runtime::compileWithStages(const ops::KernelSpec &spec, const Target &target) {
   std::unique_ptr<mlir::MLIRContext> context = createContext();
   mlir::OwningOpRef<mlir::ModuleOp> module = ops::buildKernel(*context, spec);

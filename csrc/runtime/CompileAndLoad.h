@@ -14,6 +14,10 @@ namespace tile::runtime {
 std::shared_ptr<const LoadedKernel> compileAndLoad(const ops::KernelSpec &spec,
                                                    const Target &target);
 
+/// Whether the disk cache holds the binary of `spec` for `target`, unchecked: a first call
+/// that finds it loads it in a millisecond or two, one that does not compiles it.
+bool storedOnDisk(const ops::KernelSpec &spec, const Target &target);
+
 /// Compiles a spec for any target, keeping every stage, with no cache and no loading:
 /// what `python -m torch_tile compile` shows.
 Binary compileWithStages(const ops::KernelSpec &spec, const Target &target);

@@ -22,6 +22,9 @@ using namespace tile::runtime;
 
 namespace {
 
+/// The file of an entry that holds a compiled kernel.
+constexpr const char *kBinaryPayload = "binary";
+
 std::mutex handlerMutex;
 std::function<void(const std::string &)> &warningHandler() {
   static std::function<void(const std::string &)> handler = [](const std::string &message) {
@@ -207,6 +210,15 @@ void DiskCache::removeEntry(const std::string &path) {
     llvm::sys::fs::remove_directories(trash);
 }
 
+bool DiskCache::holds(const std::string &key, const Target &target) const {
+  std::string root = this->root();
+  if (root.empty())
+    return false;
+  std::string binary = entryPath(root, key, target) + "/" + kBinaryPayload;
+  struct stat info;
+  return ::stat(binary.c_str(), &info) == 0;
+}
+
 std::optional<DiskCache::Entry> DiskCache::loadEntry(const std::string &key, const Target &target,
                                                      const char *payloadName,
                                                      const char *remedy) {
@@ -281,7 +293,7 @@ void DiskCache::discard(const std::string &key, const Target &target, const std:
 }
 
 std::optional<Binary> DiskCache::load(const std::string &key, const Target &target) {
-  auto entry = loadEntry(key, target, "binary", "recompiling it");
+  auto entry = loadEntry(key, target, kBinaryPayload, "recompiling it");
   if (!entry)
     return std::nullopt;
   Binary binary;
@@ -389,7 +401,7 @@ std::string tensorMapsText(const std::vector<TensorMapParameter> &maps) {
 } // namespace
 
 void DiskCache::store(const std::string &key, const Binary &binary) {
-  storeEntry(key, binary.target, "binary", binary.object,
+  storeEntry(key, binary.target, kBinaryPayload, binary.object,
              {{"kernel_name", binary.kernelName},
               {"entry_symbol", binary.entrySymbol},
               {"block_threads", std::to_string(binary.blockThreads)},

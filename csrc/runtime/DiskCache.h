@@ -34,6 +34,9 @@ public:
   static DiskCache &global();
 
   std::optional<Binary> load(const std::string &key, const Target &target);
+  /// Whether an entry of a binary for `key` is there, unchecked (load() checks it): a
+  /// hint of whether a first call will compile.
+  bool holds(const std::string &key, const Target &target) const;
   void store(const std::string &key, const Binary &binary);
 
   /// A small text record kept beside the kernels (a tuned config), as an entry of its

@@ -3,6 +3,7 @@
 #include "AtenParallelFor.h"
 #include "MatmulCall.h"
 #include "MatmulTuning.h"
+#include "runtime/CompileAndLoad.h"
 #include "runtime/CpuLauncher.h"
 #include "runtime/CpuPlans.h"
 #include "runtime/DeviceTarget.h"
@@ -116,14 +117,17 @@ at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
       },
       [] {}, /*mayBenchmark=*/true);
   LaunchPlan plan = planFor(kernels.ready(spec, target), spec, programs);
-  if (plan.kernel) {
+  if (plan.kernel || tile::runtime::storedOnDisk(spec, target)) {
+    if (!plan.kernel)
+      plan.kernel = kernels.get(spec, target);
     run(plan);
   } else {
-    // A kernel to compile (or to load from the disk cache): a helper thread writes the
-    // operands meanwhile, on its own, touching their fresh pages during the compile
-    // instead of after it (12 MB of a 1024^3 float16 call's terms took 14 ms after a
-    // compile of about 50 on a 2-core Xeon VM). The compile keeps the calling thread and
-    // its warm heap: moved to the helper instead, it ran up to 6 ms slower.
+    // A kernel to compile: a helper thread writes the operands meanwhile, on its own,
+    // touching their fresh pages during the compile instead of after it (12 MB of a
+    // 1024^3 float16 call's terms took 14 ms after a compile of about 50 on a 2-core Xeon
+    // VM). The compile keeps the calling thread and its warm heap: moved to the helper
+    // instead, it ran up to 6 ms slower. A kernel on disk loads in a millisecond or two,
+    // too short to hide writes that one thread makes at half the speed of all of them.
     void *panels = panelsFor(plan);
     std::future<void> written;
     try {

@@ -86,6 +86,21 @@ TEST_F(DiskCacheTest, StoresPrivatelyAndLoadsBack) {
   EXPECT_EQ(files, 1);
 }
 
+TEST_F(DiskCacheTest, HoldsTellsWhetherABinaryIsStored) {
+  // The hint a first call takes to know whether it will compile: a binary's entry, not a
+  // record's, and nothing where there is no cache.
+  DiskCache cache(root);
+  EXPECT_FALSE(cache.holds(key, Target::host()));
+  std::string recordKey(64, 'c');
+  cache.storeRecord(recordKey, Target::host(), "a tuned config");
+  EXPECT_FALSE(cache.holds(recordKey, Target::host())) << "a record is not a binary";
+  cache.store(key, sampleBinary());
+  EXPECT_TRUE(cache.holds(key, Target::host()));
+  EXPECT_FALSE(cache.holds(std::string(64, 'b'), Target::host()));
+  EXPECT_FALSE(cache.holds(key, Target::parse("cpu:znver4")));
+  EXPECT_FALSE(DiskCache("").holds(key, Target::host()));
+}
+
 TEST_F(DiskCacheTest, KeepsTheTensorMapsAndTheLaunchShapeAKernelTakes) {
   DiskCache cache(root);
   Binary binary = sampleBinary();
