@@ -111,19 +111,6 @@ interleaveVector(const uint16_t *even, const uint16_t *odd, int64_t width, uint1
   }
 }
 
-/// Whether a unit-stride row of float16 holds no infinity or NaN, 32 elements at a time.
-__attribute__((target("avx512f,avx512bw"))) bool finiteRowVector(const uint16_t *row,
-                                                                 int64_t cols) {
-  const __m512i exponent = _mm512_set1_epi16(0x7c00);
-  for (int64_t j = 0; j < cols; j += 32) {
-    __mmask32 lanes = cols - j >= 32 ? __mmask32(0xffffffffu) : __mmask32((1u << (cols - j)) - 1);
-    __m512i halves = _mm512_maskz_loadu_epi16(lanes, row + j);
-    if (_mm512_mask_cmpeq_epi16_mask(lanes, _mm512_and_si512(halves, exponent), exponent))
-      return false;
-  }
-  return true;
-}
-
 bool hostSplitsInVectors() {
   static const bool vectors = __builtin_cpu_supports("avx512bw") &&
                               __builtin_cpu_supports("avx512vl") &&
@@ -197,28 +184,6 @@ bool runtime::splitHalves(const uint16_t *source, int64_t rows, int64_t cols, in
         std::memcpy(row + placement.hiOffsets[i], hi, (cols + padding) * sizeof(uint16_t));
       for (size_t i = 1; i < placement.loOffsets.size(); ++i)
         std::memcpy(row + placement.loOffsets[i], lo, (cols + padding) * sizeof(uint16_t));
-    }
-  });
-  return finite.load();
-}
-
-bool runtime::allFiniteHalves(const uint16_t *source, int64_t rows, int64_t cols, int64_t rowStride,
-                              int64_t colStride, const ParallelFor &parallelFor) {
-  std::atomic<bool> finite{true};
-  constexpr int64_t kElementsPerTask = int64_t(64) << 10;
-  int64_t grain = std::max<int64_t>(1, kElementsPerTask / std::max<int64_t>(cols, 1));
-  bool vectors = colStride == 1 && hostSplitsInVectors();
-  parallelFor(0, rows, grain, [&](int64_t first, int64_t last) {
-    for (int64_t r = first; r < last && finite.load(std::memory_order_relaxed); ++r) {
-      const uint16_t *row = source + r * rowStride;
-      bool ok = true;
-      if (vectors)
-        ok = finiteRowVector(row, cols);
-      else
-        for (int64_t j = 0; j < cols && ok; ++j)
-          ok = finiteHalf(row[j * colStride]);
-      if (!ok)
-        finite.store(false, std::memory_order_relaxed);
     }
   });
   return finite.load();

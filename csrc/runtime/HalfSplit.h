@@ -52,11 +52,6 @@ bool splitHalves(const uint16_t *source, int64_t rows, int64_t cols, int64_t row
                  int64_t colStride, const HalfSplitPlacement &placement,
                  const ParallelFor &parallelFor = serialFor);
 
-/// Whether every element of the float16 matrix `source` (rows x cols, strides in
-/// elements) is finite: what splitHalves needs.
-bool allFiniteHalves(const uint16_t *source, int64_t rows, int64_t cols, int64_t rowStride,
-                     int64_t colStride, const ParallelFor &parallelFor = serialFor);
-
 /// b (k x n, strides in elements) as placeRowsOfB's terms [bh ; bh ; bl (; bl)], written
 /// straight into the panels of `layout` (terms * halfSplitTermLength(k) rows, n columns,
 /// bfloat16 in groups of 2 rows, as the matrix tiles read b) at `panels`: the split and

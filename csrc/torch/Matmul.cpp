@@ -201,22 +201,18 @@ std::optional<at::Tensor> matmulHalfOnBfloat16Tiles(const char *op, const at::Te
   int64_t rows = tile::binding::rowsOfWholeTileBlocks(m);
   at::Tensor c;
   // An infinity's or NaN's terms would turn products NaN (see splitHalves): such operands
-  // take the float32 path. b is checked before any of it is split (its terms are written
-  // during the launch, straight into the panels the tiles read, perhaps more than once);
-  // a's split, before any launch, finds out itself.
-  if (!tile::runtime::allFiniteHalves(halves(bRows), k, n, bRows.stride(0), bRows.stride(1),
-                                      tile::binding::atenParallelFor))
-    return std::nullopt;
-  struct NotFiniteA {};
+  // take the float32 path. The splits find them, before any launch reads the terms (and a
+  // check of its own would read b once more on every call).
+  struct NotFinite {};
   for (int64_t k0 = 0; k0 < k; k0 += chunkK) {
     int64_t kk = std::min(chunkK, k - k0), length = tile::runtime::halfSplitTermLength(kk);
     uint16_t *aTerms = scratchBfloat16s(ScratchUse::FloatA, rows * terms * length);
     uint16_t *bTerms = scratchBfloat16s(ScratchUse::FloatB, terms * length * n);
     const uint16_t *aChunk = halves(aRows) + k0 * aRows.stride(1);
     const uint16_t *bChunk = halves(bRows) + k0 * bRows.stride(0);
-    auto finiteAsChecked = [](bool finite) {
-      if (!finite) // allFiniteHalves said so above
-        throw std::logic_error("float16 b changed while it was split");
+    auto finite = [](bool split) {
+      if (!split)
+        throw NotFinite{};
     };
     // The terms are written where the launch reads them: a's whole rows in place, b's
     // into its panels, or into these rows (untouched, so not paged in, where the panels
@@ -225,21 +221,20 @@ std::optional<at::Tensor> matmulHalfOnBfloat16Tiles(const char *op, const at::Te
     UnwrittenOperands unwritten{
         [&](const ParallelFor &parallelFor) {
           std::fill(aTerms + m * terms * length, aTerms + rows * terms * length, uint16_t(0));
-          if (!tile::runtime::splitHalves(aChunk, m, kk, aRows.stride(0), aRows.stride(1),
-                                          tile::runtime::placeRowsOfA(aTerms, kk, terms),
-                                          parallelFor))
-            throw NotFiniteA{};
+          finite(tile::runtime::splitHalves(aChunk, m, kk, aRows.stride(0), aRows.stride(1),
+                                            tile::runtime::placeRowsOfA(aTerms, kk, terms),
+                                            parallelFor));
         },
         [&](const tile::runtime::PanelLayout &layout, void *panels,
             const ParallelFor &parallelFor) {
-          finiteAsChecked(tile::runtime::splitHalvesIntoPanels(
+          finite(tile::runtime::splitHalvesIntoPanels(
               bChunk, kk, n, bRows.stride(0), bRows.stride(1), terms, layout,
               static_cast<uint16_t *>(panels), parallelFor));
         },
         [&](const ParallelFor &parallelFor) {
-          finiteAsChecked(tile::runtime::splitHalves(
-              bChunk, kk, n, bRows.stride(0), bRows.stride(1),
-              tile::runtime::placeRowsOfB(bTerms, kk, n, terms), parallelFor));
+          finite(tile::runtime::splitHalves(bChunk, kk, n, bRows.stride(0), bRows.stride(1),
+                                            tile::runtime::placeRowsOfB(bTerms, kk, n, terms),
+                                            parallelFor));
         }};
     at::Tensor aSplit = at::from_blob(aTerms, {rows, terms * length}, bfloat16);
     at::Tensor bSplit = at::from_blob(bTerms, {terms * length, n}, bfloat16);
@@ -253,7 +248,7 @@ std::optional<at::Tensor> matmulHalfOnBfloat16Tiles(const char *op, const at::Te
       at::Tensor part = matmulCpu("tile::matmul", aSplit, bSplit, std::nullopt, at::kFloat,
                                   std::nullopt, false, &unwritten);
       c = c.defined() ? c.add_(part) : part;
-    } catch (const NotFiniteA &) {
+    } catch (const NotFinite &) {
       return std::nullopt;
     }
   }
