@@ -27,9 +27,9 @@ KernelCache::KernelPtr KernelCache::get(const ops::KernelSpec &spec, const Targe
     if (inserted) {
       it->second = promise.get_future().share();
       compileHere = true;
-      ++stats_.misses;
+      ++misses_;
     } else {
-      ++stats_.hits;
+      ++hits_;
     }
     entry = it->second;
   }
@@ -57,25 +57,20 @@ KernelCache::KernelPtr KernelCache::ready(const ops::KernelSpec &spec, const Tar
   if (it == kernels_.end() ||
       it->second.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
     return nullptr;
-  ++stats_.hits;
+  ++hits_;
   return it->second.get();
 }
 
-KernelCache::Stats KernelCache::stats() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return stats_;
-}
+KernelCache::Stats KernelCache::stats() const { return Stats{hits_.load(), misses_.load()}; }
 
-void KernelCache::recordHit() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  ++stats_.hits;
-}
+void KernelCache::recordHit() { hits_.fetch_add(1, std::memory_order_relaxed); }
 
 void KernelCache::clear() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     kernels_.clear();
-    stats_ = {};
+    hits_ = 0;
+    misses_ = 0;
   }
   // The plans hold kernels too: they go with them.
   LaunchPlans::global().clear();

@@ -5,6 +5,7 @@
 #include "runtime/LoadedKernel.h"
 #include "tile/Compiler/Target.h"
 
+#include <atomic>
 #include <functional>
 #include <future>
 #include <memory>
@@ -49,7 +50,9 @@ private:
   CompileFn compile_;
   mutable std::mutex mutex_;
   std::unordered_map<std::string, std::shared_future<KernelPtr>> kernels_;
-  Stats stats_;
+  // Counted without the lock: a call that a launch plan served counts a hit on every
+  // call (recordHit), where a lock and its release cost about 40 ns of a 1 us call.
+  std::atomic<uint64_t> hits_{0}, misses_{0};
 };
 
 } // namespace tile::runtime
