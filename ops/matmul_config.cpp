@@ -143,8 +143,8 @@ int64_t bytesOf(const std::string &dtype) {
 } // namespace
 
 std::map<std::string, int64_t> withMatrixTiles(std::map<std::string, int64_t> config, int64_t m,
-                                               int64_t n, int64_t k,
-                                               const std::string &inputDtype) {
+                                               int64_t n, int64_t k, const std::string &inputDtype,
+                                               bool aCopied) {
   auto powerOfTwoAtMost = [](int64_t x) {
     return int64_t(1) << (63 - __builtin_clzll(uint64_t(std::max<int64_t>(x, 1))));
   };
@@ -174,9 +174,23 @@ std::map<std::string, int64_t> withMatrixTiles(std::map<std::string, int64_t> co
   constexpr int64_t kRowsOfAInL2 = int64_t(1) << 20, kBandPastL2Share = int64_t(512) << 10;
   constexpr int64_t kColumnRows = 4096;
   int64_t bandBytes = blockM * std::max<int64_t>(k, 1) * bytesOf(inputDtype);
-  config["GROUP_M"] = bandBytes >= kBandPastL2Share
-                          ? kColumnRows / blockM
-                          : std::clamp<int64_t>(powerOfTwoAtMost(kRowsOfAInL2 / bandBytes), 1, 8);
+  // Where all of a fits in the core's L2 beside the panels, read in place, one group takes
+  // every row of blocks: the launch's threads then split the programs by block columns,
+  // each reading the panels it copied (see packPanels) and all of a from its own L2. In
+  // groups of 8 rows a thread's programs also read panels the other thread had just
+  // written. Against groups of 8 (2 threads, 2-core AMX Xeon): int8 320^3 37.0 -> 27.6 us,
+  // 384^3 53.5 -> 45.4, 448^3 71.3 -> 62.4, 640^3 212 -> 160, 768^3 377 -> 321 (a of 576
+  // KB); bf16 384^3 84 -> 71, 640^3 376 -> 301 (800 KB). int8 1024^3 (1 MB) lost, 735 ->
+  // 795 us; so did calls whose a is a copy made in bands of rows, which whole columns then
+  // read half from the other core's cache (int8 1000^3 788 -> 987, bf16 700^3 486 -> 580).
+  constexpr int64_t kWholeAInL2 = int64_t(896) << 10;
+  int64_t aBytes = std::max<int64_t>(m, 1) * std::max<int64_t>(k, 1) * bytesOf(inputDtype);
+  if (!aCopied && aBytes <= kWholeAInL2)
+    config["GROUP_M"] = kColumnRows / blockM;
+  else
+    config["GROUP_M"] = bandBytes >= kBandPastL2Share
+                            ? kColumnRows / blockM
+                            : std::clamp<int64_t>(powerOfTwoAtMost(kRowsOfAInL2 / bandBytes), 1, 8);
   return config;
 }
 

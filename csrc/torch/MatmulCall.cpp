@@ -107,6 +107,9 @@ enum Slot {
   kTf32,
   kDevice
 };
+/// The CPU specializes on no divisibility: there the slot says whether the call reads a
+/// from a copy it writes (see withMatrixTiles).
+constexpr Slot kCopyOfA = kDivisibility;
 
 std::pair<tile::ops::KernelSpec, int64_t>
 tile::binding::MatmulCall::withConfig(const std::map<std::string, int64_t> &knobs) const {
@@ -253,6 +256,8 @@ void tile::binding::prepareMatmul(MatmulCall &call, const char *op, const at::Te
   // kept a gather beside it in every kernel.
   int64_t unitBiasStride = bias && (bias->stride(0) == 1 || n == 1) ? 1 << 6 : 0;
   if (target.kind == TargetKind::Cpu) {
+    // float16's bfloat16 terms are such a copy too, written by the launch's threads.
+    signature[kCopyOfA] = termsOfHalves || call.a.const_data_ptr() != a.const_data_ptr();
     signature[kUnitStrides] =
         (runtime::unitStrideBits({&aOperand, &bOperand, &cOperand}) & kUnitColumnStridesOfAB) |
         kUnitColumnStrideOfC | (panels ? kUnitColumnStrideOfB : 0) | unitBiasStride;
@@ -296,7 +301,7 @@ void tile::binding::MatmulCall::specify() {
     // always read from grouped panels, whatever its size.
     if (usesMatrixTiles(*target, spec.dtypes[0], unitKOfA, signature[kM])) {
       spec.config = ops::withMatrixTiles(spec.config, signature[kM], signature[kN], signature[kK],
-                                         spec.dtypes[0]);
+                                         spec.dtypes[0], signature[kCopyOfA] != 0);
       spec.config["packed_b"] = panelGroupFor(*target, spec.dtypes[0], unitKOfA, spec.config);
     } else if (packsBIntoPanels(signature[kM], signature[kN], signature[kK], a.element_size())) {
       spec.config["packed_b"] = panelGroupFor(*target, spec.dtypes[0], unitKOfA, spec.config);

@@ -306,6 +306,24 @@ TEST(MatmulConfig, EveryTargetFamilySetsEveryKnob) {
   EXPECT_EQ(cpu.at("BLOCK_K"), 16) << "BLOCK_K is a power of two no larger than needed";
 }
 
+TEST(MatmulConfig, MatrixTilesTakeEveryRowInOneGroupWhereAFitsTheL2) {
+  // An a read in place that fits the L2 (int8 384^3: 144 KB, bf16 640^3: 800 KB) makes one
+  // group of every row of blocks, so that the launch's threads split the programs by
+  // block columns. A copy of a (written in bands of rows), or an a of 1 MB, keeps groups
+  // of rows whose bands take about half of the L2; long K keeps whole columns.
+  auto groupM = [](int64_t m, int64_t k, const char *dtype, bool copied) {
+    auto config = ops::defaultMatmulConfig(Target::parse("cpu:sapphirerapids"), m, m, k, dtype);
+    config = ops::withMatrixTiles(config, m, m, k, dtype, copied);
+    return config.at("GROUP_M") * config.at("BLOCK_M");
+  };
+  EXPECT_GE(groupM(384, 384, "i8", false), 4096);
+  EXPECT_GE(groupM(640, 640, "bf16", false), 4096);
+  EXPECT_EQ(groupM(384, 384, "i8", true), 8 * 32);
+  EXPECT_EQ(groupM(1024, 1024, "i8", false), 8 * 64);
+  EXPECT_EQ(groupM(2048, 2048, "bf16", false), 4 * 64);
+  EXPECT_GE(groupM(4096, 4096, "bf16", false), 4096) << "K of 4096: whole block columns";
+}
+
 TEST(MatmulConfig, GpuOnlyKnobsStillChangeTheCpuKey) {
   // Ignored by the CPU code generator, but a different config is a different kernel.
   auto spec = matmulSpec("matmul", "f32", "f32", 8, 32, 64);

@@ -24,9 +24,12 @@ std::map<std::string, int64_t> defaultMatmulConfig(const Target &target, int64_t
 /// The CPU `config` with the blocks of the tile-register kernel for an m x n x k problem
 /// of `inputDtype`: 32 x 32 (2 x 2 accumulator tiles of 16 x 16, with a tile of a and of
 /// b per band and chunk: all eight tile registers), 64 x 64 for large problems, BLOCK_K
-/// as long as K allows, up to 1024, and GROUP_M by the L2.
+/// as long as K allows, up to 1024, and GROUP_M by the L2. `aCopied`: the call reads a from
+/// a copy it makes (a's rows moved onto whole cache lines or whole blocks), written by the
+/// launch's threads in bands of rows.
 std::map<std::string, int64_t> withMatrixTiles(std::map<std::string, int64_t> config, int64_t m,
-                                               int64_t n, int64_t k, const std::string &inputDtype);
+                                               int64_t n, int64_t k, const std::string &inputDtype,
+                                               bool aCopied);
 
 /// `config` with the spellings of older tools mapped to what they meant: on AMD,
 /// num_stages=0 was older ROCm Triton's default (its stream pipeliner, num_stages=2 today),
