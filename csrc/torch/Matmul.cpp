@@ -164,14 +164,15 @@ uint16_t *scratchBfloat16s(tile::runtime::ScratchUse use, int64_t elements) {
 /// (runtime/HalfSplit.h) and multiplied as one bfloat16 dot, three times as long, on the tiles,
 /// into float32. On a 2-core Sapphire Rapids the tiles multiply bfloat16 4-6x as fast as the
 /// float32 kernel (torch runs float16 as float32): against torch 512^3 0.87 -> 1.13-1.19x, 1024^3
-/// 0.88
-/// -> 1.43-1.45x; 256^3 and smaller lost to the float32 kernel (the splits, and tiles too few to
-/// pay for them). A dot of more than kChunkK float16 steps (6144 bfloat16 ones) ran slower per
-/// multiply (4096^2 x 12288: 0.85 TFLOP/s, x 6144: 1.2), so longer ones run in chunks of k whose
-/// float32 results are added, the bias and leaky_relu after them; a single dot rounds its
-/// float16 result in its own epilogue (a float32 result rounded after it took 0.8 of 7 ms at
-/// 1024^3). None where the host has no such tiles, the call is small, or an operand holds an
-/// infinity or NaN (see splitHalves).
+/// 0.88 -> 1.43-1.45x. From 2^20 multiply-adds on they win, now that the terms are written
+/// straight where the tiles read them and the result is rounded in the kernel (128^3 42.4 ->
+/// 35.2 us, 256^3 152 -> 104, 128x128x64 20.3 -> 18.0); below, the splits cost more than the
+/// tiles save (96^3 17.8 against 25.2 us; 64^3 7.3 against 9.3). A dot of more than kChunkK float16
+/// steps (6144 bfloat16 ones) ran slower per multiply (4096^2 x 12288: 0.85 TFLOP/s, x 6144: 1.2),
+/// so longer ones run in chunks of k whose float32 results are added, the bias and leaky_relu after
+/// them; a single dot rounds its float16 result in its own epilogue (a float32 result rounded after
+/// it took 0.8 of 7 ms at 1024^3). None where the host has no such tiles, the call is small, or an
+/// operand holds an infinity or NaN (see splitHalves).
 std::optional<at::Tensor> matmulHalfOnBfloat16Tiles(const char *op, const at::Tensor &a,
                                                     const at::Tensor &b,
                                                     std::optional<double> negativeSlope,
@@ -179,7 +180,7 @@ std::optional<at::Tensor> matmulHalfOnBfloat16Tiles(const char *op, const at::Te
                                                     const std::optional<at::Tensor> &bias) {
   const auto &target = tile::runtime::cpuTarget();
   int64_t m = a.size(0), k = a.size(1), n = b.size(1);
-  constexpr int64_t kMultiplyAddsWorthSplits = int64_t(1) << 25, kChunkK = 2048;
+  constexpr int64_t kMultiplyAddsWorthSplits = int64_t(1) << 20, kChunkK = 2048;
   if (k == 0 || n == 0 || double(m) * double(n) * double(k) < double(kMultiplyAddsWorthSplits) ||
       !tile::binding::usesMatrixTiles(target, "bf16", /*unitKOfA=*/true, m))
     return std::nullopt;
