@@ -185,12 +185,10 @@ std::map<std::string, int64_t> withMatrixTiles(std::map<std::string, int64_t> co
   // read half from the other core's cache (int8 1000^3 788 -> 987, bf16 700^3 486 -> 580).
   constexpr int64_t kWholeAInL2 = int64_t(896) << 10;
   int64_t aBytes = std::max<int64_t>(m, 1) * std::max<int64_t>(k, 1) * bytesOf(inputDtype);
-  if (!aCopied && aBytes <= kWholeAInL2)
-    config["GROUP_M"] = kColumnRows / blockM;
-  else
-    config["GROUP_M"] = bandBytes >= kBandPastL2Share
-                            ? kColumnRows / blockM
-                            : std::clamp<int64_t>(powerOfTwoAtMost(kRowsOfAInL2 / bandBytes), 1, 8);
+  bool wholeColumns = bandBytes >= kBandPastL2Share || (!aCopied && aBytes <= kWholeAInL2);
+  config["GROUP_M"] = wholeColumns
+                          ? kColumnRows / blockM
+                          : std::clamp<int64_t>(powerOfTwoAtMost(kRowsOfAInL2 / bandBytes), 1, 8);
   return config;
 }
 
