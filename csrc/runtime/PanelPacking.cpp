@@ -1,4 +1,5 @@
 #include "runtime/PanelPacking.h"
+#include "runtime/Transpose.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -163,6 +164,38 @@ void packGrouped(const Element *from, int64_t rowStride, int64_t colStride,
   }
 }
 
+/// A source whose columns are contiguous (b transposed, as a Linear's weight: its rows
+/// are b's columns), each panel the transpose of its columns, a group of rows being one
+/// element of it (a group of a column is contiguous there). Element by element
+/// (packStrided, packGrouped) a panel ran at 2-4 GB/s; the partial last group, the rows of
+/// groups past it and the columns past the matrix's are written as zeros.
+void packColumns(const char *from, int64_t colStride, const tile::runtime::PanelLayout &layout,
+                 char *to, int64_t firstPanel, int64_t lastPanel) {
+  int64_t eb = layout.elementBytes, g = layout.group, width = layout.width;
+  int64_t groupBytes = eb * g, wholeGroups = layout.rows / g, partial = layout.rows % g;
+  int64_t filledGroups = wholeGroups + (partial ? 1 : 0), columnBytes = colStride * eb;
+  for (int64_t p = firstPanel; p < lastPanel; ++p) {
+    int64_t columns = std::min(width, layout.cols - p * width);
+    const char *in = from + p * width * columnBytes;
+    char *out = to + p * layout.panelStride() * eb;
+    tile::runtime::transposeMatrix(in, columnBytes, columns, wholeGroups, groupBytes, out,
+                                   width * groupBytes);
+    if (partial) {
+      char *last = out + wholeGroups * width * groupBytes;
+      std::memset(last, 0, size_t(width * groupBytes));
+      for (int64_t j = 0; j < columns; ++j)
+        std::memcpy(last + j * groupBytes, in + j * columnBytes + wholeGroups * groupBytes,
+                    size_t(partial * eb));
+    }
+    if (columns < width)
+      for (int64_t q = 0; q < wholeGroups; ++q)
+        std::memset(out + (q * width + columns) * groupBytes, 0,
+                    size_t((width - columns) * groupBytes));
+    std::memset(out + filledGroups * width * groupBytes, 0,
+                size_t((layout.groupRows() - filledGroups) * width * groupBytes));
+  }
+}
+
 /// The last panel's columns past the matrix's as zeros (panels of single rows; grouped
 /// ones are written whole as they are interleaved), whichever way the others were copied.
 void zeroPastTheColumns(const tile::runtime::PanelLayout &layout, char *panels) {
@@ -214,11 +247,17 @@ void tile::runtime::packPanels(const void *source, int64_t rowStride, int64_t co
       std::max<int64_t>(1, kBytesPerTask / std::max<int64_t>(1, layout.panelStride() * eb));
   if (tasks > 1)
     grain = std::min(grain, std::max<int64_t>(1, (layout.panels() + tasks - 1) / tasks));
+  if (layout.group > 1 && eb * layout.group != int64_t(sizeof(uint32_t)))
+    throw std::invalid_argument("panels in groups of " + std::to_string(layout.group) +
+                                " rows hold " + std::to_string(4 / layout.group) +
+                                "-byte elements, got " + std::to_string(eb));
+  if (rowStride == 1 && colStride != 1 && layout.cols > 1) {
+    parallelFor(0, layout.panels(), grain, [&](int64_t first, int64_t last) {
+      packColumns(from, colStride, layout, to, first, last);
+    });
+    return;
+  }
   if (layout.group > 1) {
-    if (eb * layout.group != int64_t(sizeof(uint32_t)))
-      throw std::invalid_argument("panels in groups of " + std::to_string(layout.group) +
-                                  " rows hold " + std::to_string(4 / layout.group) +
-                                  "-byte elements, got " + std::to_string(eb));
     parallelFor(0, layout.panels(), grain, [&](int64_t first, int64_t last) {
       if (eb == 2)
         packGrouped(reinterpret_cast<const uint16_t *>(from), rowStride, colStride, layout,

@@ -37,6 +37,15 @@ struct UnwrittenOperands {
   std::function<void(const tile::runtime::ParallelFor &)> bIntoRows;
 };
 
+/// Whether the threads that just wrote `a` in bands of its rows should multiply those rows
+/// (launchCpuInRowBands; 2-core Xeon, float16 as float32 against torch: 256^3 0.82 -> 0.90,
+/// 512^3 0.79 -> 0.85): an a of less than 256 KB, which the caches hold whoever wrote it,
+/// ran slower so (128^3 0.86 -> 0.78).
+bool freshRowsWorthBands(const at::Tensor &a) {
+  constexpr int64_t kFreshRowsWorthBands = int64_t(256) << 10;
+  return a.numel() * a.element_size() >= kFreshRowsWorthBands;
+}
+
 /// `rowBands`: a was just written by the launch's threads, each a band of its rows (see
 /// launchCpuInRowBands). `unwritten`: operands that the call writes, not yet written.
 at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
@@ -53,6 +62,9 @@ at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
     return call.result();
   if (unwritten && call.a.const_data_ptr() != a.const_data_ptr())
     throw std::logic_error("matmulCpu: an a not written yet was copied");
+  // A transposed a was just copied to rows by the launch's threads, in bands of rows.
+  if (call.a.const_data_ptr() != a.const_data_ptr() && a.stride(1) != 1 && a.size(1) > 1)
+    rowBands = rowBands || freshRowsWorthBands(call.a);
   bool aWritten = !unwritten, bInRows = !unwritten;
   // b's panels are the calling thread's scratch, whichever thread writes them.
   auto panelsFor = [&](const LaunchPlan &plan) -> void * {
@@ -283,12 +295,9 @@ std::optional<at::Tensor> matmulHalfAsFloat(const char *op, const at::Tensor &a,
   using tile::runtime::ScratchUse;
   at::Tensor a32 = scratchFloats(ScratchUse::FloatA, a.sizes()).copy_(a);
   at::Tensor b32 = scratchFloats(ScratchUse::FloatB, b.sizes()).copy_(b);
-  // Each thread then multiplies the rows of a it converted (2-core Xeon, against torch:
-  // 256^3 0.82 -> 0.90, 512^3 0.79 -> 0.85); an a of less than 256 KB, which the caches
-  // hold whoever wrote it, ran slower so (128^3 0.86 -> 0.78).
-  constexpr int64_t kFreshRowsWorthBands = int64_t(256) << 10;
-  bool rowBands = a32.numel() * int64_t(sizeof(float)) >= kFreshRowsWorthBands;
-  at::Tensor c = matmulCpu(op, a32, b32, negativeSlope, std::nullopt, bias32, rowBands);
+  // Each thread then multiplies the rows of a it converted.
+  at::Tensor c =
+      matmulCpu(op, a32, b32, negativeSlope, std::nullopt, bias32, freshRowsWorthBands(a32));
   return out == at::kFloat ? c : c.to(at::kHalf);
 }
 

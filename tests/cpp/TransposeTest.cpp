@@ -1,0 +1,60 @@
+// The operand copies' transposes: every element lands at its transposed place, for each
+// element size, through whole tiles (64 rows by two cache lines), partial tiles and
+// squares, and the edges past the last square, between rows padded apart.
+#include "runtime/Transpose.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <tuple>
+#include <vector>
+
+using tile::runtime::transposeMatrix;
+
+namespace {
+
+template <typename Element>
+void expectTransposed(int64_t rows, int64_t cols, int64_t fromPad, int64_t toPad) {
+  int64_t fromStride = cols + fromPad, toStride = rows + toPad;
+  std::vector<Element> from(size_t(rows * fromStride), Element(0x11));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      from[size_t(r * fromStride + c)] =
+          Element(uint64_t(r) * 1315423911u + uint64_t(c) * 2654435761u + 7);
+  constexpr Element kUntouched = Element(0x5a);
+  std::vector<Element> to(size_t(cols * toStride), kUntouched);
+  transposeMatrix(from.data(), fromStride * int64_t(sizeof(Element)), rows, cols,
+                  int64_t(sizeof(Element)), to.data(), toStride * int64_t(sizeof(Element)));
+  for (int64_t c = 0; c < cols; ++c)
+    for (int64_t r = 0; r < toStride; ++r) {
+      Element want = r < rows ? from[size_t(r * fromStride + c)] : kUntouched;
+      ASSERT_EQ(to[size_t(c * toStride + r)], want)
+          << rows << "x" << cols << " (" << sizeof(Element) << "-byte elements): row " << c
+          << ", element " << r << (r < rows ? "" : " (padding, not to be written)");
+    }
+}
+
+TEST(Transpose, EveryElementLandsAtItsTransposedPlace) {
+  for (auto [rows, cols, fromPad, toPad] :
+       {std::tuple{int64_t(1), int64_t(1), int64_t(0), int64_t(0)},
+        {int64_t(16), int64_t(16), int64_t(0), int64_t(0)},
+        {int64_t(64), int64_t(128), int64_t(0), int64_t(0)},
+        {int64_t(130), int64_t(150), int64_t(3), int64_t(5)},
+        {int64_t(7), int64_t(300), int64_t(1), int64_t(0)},
+        {int64_t(300), int64_t(7), int64_t(0), int64_t(9)},
+        {int64_t(256), int64_t(256), int64_t(0), int64_t(16)}}) {
+    expectTransposed<uint8_t>(rows, cols, fromPad, toPad);
+    expectTransposed<uint16_t>(rows, cols, fromPad, toPad);
+    expectTransposed<uint32_t>(rows, cols, fromPad, toPad);
+    expectTransposed<uint64_t>(rows, cols, fromPad, toPad);
+  }
+}
+
+TEST(Transpose, OtherElementSizesAreRefused) {
+  char buffer[16] = {};
+  EXPECT_THROW(transposeMatrix(buffer, 3, 1, 1, 3, buffer, 3), std::invalid_argument);
+}
+
+} // namespace
