@@ -6,13 +6,13 @@ argument parser, as torch.matmul is called), so that small CPU sizes compare the
 and the dispatch alike, not Python's op-packet layer.
 
     .venv/bin/python benchmarks/bench_matmul.py [--device cuda|cpu] [--dtype DTYPE]
-        [--max-size N] [--shape M N K ...] [--quick] [--autotune]
+        [--max-size N] [--shape M N K ...] [--layout nn|nt|tn|tt] [--quick] [--autotune]
         CUDA only: [--samples S] [--batch-ms MS] [--warm-seconds S] [--skip-largest]
                    [--no-triton] [--triton-mma-sync] [--include-launch-overhead]
 
 Shapes are (M, N, K): a is M x K, b is K x N. Runs on CUDA when torch sees a GPU, else on
-the CPU. Prints a table, writes results/bench_matmul_<device>_<dtype>[_autotuned][_quick]
-.json and .png. FLOPs per call: 2*M*N*K (leaky_relu's M*N are not counted). The unfused
+the CPU. Prints a table, writes results/bench_matmul_<device>_<dtype>[_<layout>][_autotuned]
+[_quick].json and .png (the layout where it is not nn). FLOPs per call: 2*M*N*K (leaky_relu's M*N are not counted). The unfused
 baseline applies leaky_relu in place, torch's cheapest way without fusion. --dtype int8
 (CPU only): int8 -> int32 against torch._int_mm and against torch's float32 matmul of the
 same values, with no fused op.
@@ -107,6 +107,10 @@ def parse_args():
                         help="smoke run: small shapes only, few samples (CPU: short budget)")
     parser.add_argument("--autotune", action="store_true",
                         help="torch_tile.config.autotune = True (as TILE_AUTOTUNE=1)")
+    parser.add_argument("--layout", choices=LAYOUTS, default="nn",
+                        help="how a and b are stored: n as themselves (row-major), t as the "
+                             "transpose of a row-major matrix (b as a Linear's weight, a as "
+                             "the x^T of a weight's gradient); default nn")
     gpu = parser.add_argument_group("CUDA")
     gpu.add_argument("--samples", type=int,
                      help="interleaved samples per candidate (default 30; --quick: 5)")
@@ -182,19 +186,39 @@ def int8_variants(a, b):
     return variants
 
 
+LAYOUTS = ("nn", "nt", "tn", "tt")
+
+
+def stored(rows, cols, transposed, make):
+    """A rows x cols operand made by make(rows, cols), or stored as the transpose of a
+    row-major cols x rows matrix (its columns contiguous)."""
+    return make(cols, rows).t() if transposed else make(rows, cols)
+
+
+def operands(shape, dtype, device, layout):
+    """a (M x K) and b (K x N) in the given layout; b scaled by 1/sqrt(K), which keeps the
+    results near N(0, 1), far from float16's range."""
+    m, n, k = shape
+    if dtype == torch.int8:
+        def make(rows, cols, scale=1.0):
+            return torch.randint(-128, 128, (rows, cols), device=device, dtype=dtype)
+    else:
+        def make(rows, cols, scale=1.0):
+            return (torch.randn(rows, cols, device=device) * scale).to(dtype)
+    a = stored(m, k, layout[0] == "t", make)
+    b = stored(k, n, layout[1] == "t", lambda r, c: make(r, c, k**-0.5))
+    return a, b
+
+
 def measure(shape, dtype, device, args):
     """Rows for one shape: the plain matmul against torch, then the fused leaky_relu."""
     m, n, k = shape
     slope = args.negative_slope
     flops = 2 * m * n * k
+    a, b = operands(shape, dtype, device, args.layout)
     if dtype == torch.int8:
-        a = torch.randint(-128, 128, (m, k), device=device, dtype=dtype)
-        b = torch.randint(-128, 128, (k, n), device=device, dtype=dtype)
         variants = int8_variants(a, b)
     else:
-        a = torch.randn(m, k, device=device).to(dtype)
-        # 1/sqrt(K) keeps the results near N(0, 1), far from float16's range.
-        b = (torch.randn(k, n, device=device) / k**0.5).to(dtype)
         variants = [
             ("matmul", lambda: torch_tile.matmul(a, b), lambda: torch.matmul(a, b)),
             ("matmul_leaky_relu", lambda: torch_tile.matmul_leaky_relu(a, b, slope),
@@ -293,9 +317,7 @@ def measure_cuda(shape, dtype, device, args, triton_module):
     """Rows for one shape: matmul and matmul_leaky_relu, each against its torch baseline and
     Triton, from one interleaved timing of all six candidates."""
     m, n, k = shape
-    a = torch.randn(m, k, device=device).to(dtype)
-    # 1/sqrt(K) keeps the results near N(0, 1), far from float16's range.
-    b = (torch.randn(k, n, device=device) / k**0.5).to(dtype)
+    a, b = operands(shape, dtype, device, args.layout)
     slope = args.negative_slope
     flops = 2 * m * n * k
     candidates = {
@@ -598,7 +620,8 @@ def main():
     tuned = "_autotuned" if torch_tile.config.autotune else ""
     quick = "_quick" if args.quick else ""
     mma_sync = "_triton_mma_sync" if device.type == "cuda" and args.triton_mma_sync else ""
-    name = f"bench_matmul_{device.type}_{args.dtype}{tuned}{quick}{mma_sync}"
+    layout = "" if args.layout == "nn" else f"_{args.layout}"
+    name = f"bench_matmul_{device.type}_{args.dtype}{layout}{tuned}{quick}{mma_sync}"
     json_path = write_results(name, device, rows, plot)
     # What common.write_results does not record: the settings that shaped the rows.
     record = json.loads(json_path.read_text())
@@ -606,6 +629,7 @@ def main():
                   autotune=torch_tile.config.autotune,
                   autotune_stats=torch_tile.runtime.autotune_stats(),
                   negative_slope=args.negative_slope, skipped_shapes=skipped, quick=args.quick,
+                  layout=args.layout,
                   triton_mma_sync_only=bool(args.triton_mma_sync),
                   **extra, **environment(device))
     json_path.write_text(json.dumps(record, indent=2) + "\n")

@@ -62,9 +62,7 @@ at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
     return call.result();
   if (unwritten && call.a.const_data_ptr() != a.const_data_ptr())
     throw std::logic_error("matmulCpu: an a not written yet was copied");
-  // A transposed a was just copied to rows by the launch's threads, in bands of rows.
-  if (call.a.const_data_ptr() != a.const_data_ptr() && a.stride(1) != 1 && a.size(1) > 1)
-    rowBands = rowBands || freshRowsWorthBands(call.a);
+  rowBands = rowBands || call.aInRowBands;
   bool aWritten = !unwritten, bInRows = !unwritten;
   // b's panels are the calling thread's scratch, whichever thread writes them.
   auto panelsFor = [&](const LaunchPlan &plan) -> void * {

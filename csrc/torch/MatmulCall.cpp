@@ -192,8 +192,8 @@ at::Tensor onWholeLinesAndBlocks(const at::Tensor &a, int64_t n, bool onTiles) {
 /// zeros past k, and on the tiles zeros fill the rows up to whole blocks (see
 /// onWholeLinesAndBlocks). The copy moves M x K elements against M x N x K multiply-adds,
 /// at about 20 GB/s on two threads (torch's a.contiguous() took 4.5 times as long).
-at::Tensor rowsOfA(const at::Tensor &a, bool onTiles) {
-  constexpr int64_t kCacheLine = 64, kBytesPerTask = int64_t(64) << 10, kRowsPerSquare = 16;
+at::Tensor rowsOfA(const at::Tensor &a, bool onTiles, bool inBands) {
+  constexpr int64_t kCacheLine = 64, kRowsPerSquare = 16;
   int64_t m = a.size(0), k = a.size(1), bytes = a.element_size();
   int64_t rows = onTiles ? tile::binding::rowsOfWholeTileBlocks(m) : m;
   int64_t rowBytes = k * bytes, pitch = (rowBytes + kCacheLine - 1) / kCacheLine * kCacheLine;
@@ -202,9 +202,9 @@ at::Tensor rowsOfA(const at::Tensor &a, bool onTiles) {
   at::Tensor rowsView = at::from_blob(copy, {rows, pitch / bytes}, {pitch / bytes, 1}, a.options());
   if (a.stride(0) == 1) {
     // a transposed: its columns are the rows of a row-major matrix, transposed in bands
-    // of a's rows over the threads.
+    // of a's rows, one per thread, or on the calling thread alone.
     const char *from = static_cast<const char *>(a.const_data_ptr());
-    int64_t grain = std::max(kRowsPerSquare, kBytesPerTask / std::max<int64_t>(1, rowBytes));
+    int64_t grain = inBands ? kRowsPerSquare : std::max<int64_t>(m, 1);
     tile::binding::atenParallelFor(0, m, grain, [&](int64_t first, int64_t last) {
       tile::runtime::transposeMatrix(from + first * bytes, a.stride(1) * bytes, k, last - first,
                                      bytes, copy + first * pitch, pitch);
@@ -248,7 +248,15 @@ void tile::binding::prepareMatmul(MatmulCall &call, const char *op, const at::Te
   bool panels = cpu && (onTiles || stridedB || packsBIntoPanels(m, n, k, b.element_size()));
   call.op = op;
   call.rows = m;
-  call.a = copyRowsOfA ? rowsOfA(a, onTiles) : onWholeLinesAndBlocks(a, n, onTiles);
+  // A transposed a of 32 KB or more is copied in bands of rows that the launch's threads
+  // then multiply (launchCpuInRowBands), each the rows it wrote: split by block columns,
+  // each thread read all of a, half of it from the other core's cache (2-core Xeon,
+  // float32 128^3 with a transposed: 37 us, in bands 21, a contiguous a 16). Below, waking
+  // the threads for the copy cost more (float32 64^3: 6.6 us against 9.4 in bands).
+  constexpr int64_t kTransposedBytesWorthBands = int64_t(32) << 10;
+  call.aInRowBands = copyRowsOfA && m * k * a.element_size() >= kTransposedBytesWorthBands;
+  call.a =
+      copyRowsOfA ? rowsOfA(a, onTiles, call.aInRowBands) : onWholeLinesAndBlocks(a, n, onTiles);
   // The kernel runs the rows of the copy (a whole number of blocks); c has as many.
   m = call.a.size(0);
   call.target = &target;

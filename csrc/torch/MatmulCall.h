@@ -22,6 +22,9 @@ namespace tile::binding {
 struct MatmulCall {
   at::Tensor a, b, c;
   int64_t rows = 0; ///< the call's rows of a and c (the kernel may run more)
+  /// `a` is a copy written by the threads in bands of its rows, which the launch should
+  /// give each thread to multiply (see launchCpuInRowBands).
+  bool aInRowBands = false;
   at::Tensor bias; ///< undefined without one
   const Target *target = nullptr;
   const char *op = nullptr;
