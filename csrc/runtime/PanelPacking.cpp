@@ -211,7 +211,7 @@ void zeroPastTheColumns(const tile::runtime::PanelLayout &layout, char *panels) 
 } // namespace
 
 void *tile::runtime::threadScratch(ScratchUse use, int64_t bytes) {
-  constexpr int kUses = 4;
+  constexpr int kUses = 6;
   thread_local std::unique_ptr<void, FreeBuffer> kept[kUses];
   thread_local int64_t keptBytes[kUses] = {};
   thread_local std::unique_ptr<void, FreeBuffer> once[kUses];

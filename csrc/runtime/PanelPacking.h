@@ -51,9 +51,9 @@ void copyRows(const void *from, int64_t fromStride, int64_t rows, int64_t rowByt
               int64_t toStride, const ParallelFor &parallelFor = serialFor);
 
 /// What a thread's scratch buffer holds during a call: b's panels, the converted copies
-/// (float32, or bfloat16 terms) of a float16 call's a and b, or a's rows moved onto whole
-/// cache lines.
-enum class ScratchUse { Panels, FloatA, FloatB, AlignedA };
+/// (float32, or bfloat16 terms) of a float16 call's a and b, a's rows moved onto whole
+/// cache lines, or a float16 call's transposed a and b copied to rows.
+enum class ScratchUse { Panels, FloatA, FloatB, AlignedA, RowsOfHalvesA, RowsOfHalvesB };
 
 /// A buffer of at least `bytes` for the calling thread's `use`, valid until its next call
 /// for the same use. Buffers up to kRetainedPanelBytes are kept for the next call: a
