@@ -501,11 +501,14 @@ def set_verdict(op: str, dtype: torch.dtype, shape: tuple[int, int, int], choice
                                      "choice": choice, "source": "set"}
 
 
-def verdicts() -> list[dict]:
+def verdicts(here: bool = False) -> list[dict]:
     with _lock:
+        contexts = _current_contexts() if here else None
         return [{"bias": False, **verdict["key"], "bucket": tuple(verdict["key"]["bucket"]),
                  **{f: verdict[f] for f in ("tile_ms", "aten_ms", "choice", "source")}}
-                for verdict in _verdicts.values()]
+                for verdict in _verdicts.values()
+                if contexts is None
+                or {f: verdict["key"].get(f) for f in CONTEXT_FIELDS} in contexts]
 
 
 def stats() -> dict:

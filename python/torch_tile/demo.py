@@ -208,12 +208,13 @@ def run_compiled_model(device, repeats, batch=512, dim=256, hidden=1024):
                   f"{'' if errors[backend] <= 1e-4 else '  FAIL'}")
     for name in ("forward", "train"):
         print(f"{name}: tile at {times[name, 'inductor'] / times[name, 'tile']:.2f}x of Inductor's speed")
-    chosen = runtime.backend_verdicts()
+    chosen = runtime.backend_verdicts(here=True)
     on_tile = sum(v["choice"] == "tile" for v in chosen)
     print(f"\ntile: AOTAutograd + Inductor, with each GEMM (forward and backward; Linear + "
           f"leaky_relu fused)\n      on tile's kernel where tile was measured faster on this "
-          f"device: {on_tile} of {len(chosen)} GEMM\n      shapes here (backend_matmul="
-          f"{config.backend_matmul!r}; runtime.backend_verdicts() lists them).")
+          f"device: {on_tile} of {len(chosen)} GEMM\n      buckets known to this build "
+          f"(backend_matmul={config.backend_matmul!r}; runtime.backend_verdicts(here=True) "
+          f"lists them).")
     return ok
 
 

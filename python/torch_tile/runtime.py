@@ -61,7 +61,7 @@ def clear_tuning() -> None:
     torch.ops.tile_runtime.clear_tuning()
 
 
-def backend_verdicts() -> list[dict]:
+def backend_verdicts(here: bool = False) -> list[dict]:
     """The "tile" backend's verdicts known to this process (torch_tile.config.backend_matmul
     = "auto"), one dict each. What was measured: ``op`` ("matmul" or "matmul_leaky_relu"),
     ``dtype`` ("float32"), ``bucket`` ((M, N, K), each the next power of two, as the
@@ -72,10 +72,13 @@ def backend_verdicts() -> list[dict]:
     (median milliseconds per call; None when not measured here), ``choice`` ("tile" or
     "aten") and ``source``: "timed" in this process, "disk" from the disk cache, "set" by
     set_backend_verdict(), "failed" when tile could not be timed (aten's GEMM is kept).
+    With ``here``, only those that apply in this process now: measured on its devices with
+    its compiler build, torch and tuning settings (the disk cache keeps other builds'
+    verdicts too).
     """
     from . import backend_choice
 
-    return backend_choice.verdicts()
+    return backend_choice.verdicts(here)
 
 
 def backend_verdict_stats() -> dict:

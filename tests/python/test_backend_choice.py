@@ -347,6 +347,28 @@ def test_a_damaged_verdict_file_is_ignored_and_timed_again(cache, damage, why):
     assert path.stat().st_mode & 0o077 == 0
 
 
+def test_verdicts_here_leave_out_other_builds(cache):
+    # The disk cache keeps the verdicts of earlier builds beside this one's; all are listed,
+    # and here=True lists only those that apply in this process.
+    a, b = torch.randn(64, 64), torch.randn(64, 64)
+    with torch.no_grad():
+        torch.compile(torch.mm, backend="tile", fullgraph=True)(a, b)
+    [path] = (cache / "backend-verdicts").glob("*.json")
+    record = json.loads(path.read_text())
+    record["key"]["build"] = "an-earlier-build"
+    key_text = backend_choice._key_text(record["key"])
+    other = path.with_name(backend_choice._file_name(key_text))
+    other.write_text(json.dumps(record))
+    other.chmod(0o600)
+    runtime.clear_backend_verdicts()
+    backend_choice.fingerprint()  # reads every verdict on disk, as each compile does
+    assert runtime.backend_verdict_stats()["disk_loads"] == 2
+    builds = sorted(v["build"] for v in runtime.backend_verdicts())
+    assert builds == sorted([runtime.core_build_id(), "an-earlier-build"])
+    [here] = runtime.backend_verdicts(here=True)
+    assert here["build"] == runtime.core_build_id() and here["source"] == "disk"
+
+
 def test_without_a_disk_cache_the_verdicts_stay_in_memory(cache):
     a, b = torch.randn(64, 64), torch.randn(64, 64)
     torch.manual_seed(7)
