@@ -280,13 +280,17 @@ def test_a_second_process_reuses_the_verdicts_without_timing(cache):
     files = sorted((cache / "backend-verdicts").glob("*.json"))
     assert len(files) == len(verdicts)
 
-    # Turn the plain matmuls' verdicts around on disk: the second process follows the
-    # disk, where timing again would have found the first process's choice.
+    # Turn the plain matmuls' verdicts around on disk (their times, from which a verdict
+    # read from the disk is decided): the second process follows the disk, where timing
+    # again would have found the first process's choice.
     flipped = {"tile": "aten", "aten": "tile"}
     for path in files:
         record = json.loads(path.read_text())
         if record["key"]["op"] == "matmul":
             record["choice"] = flipped[record["choice"]]
+            fast, slow = 1.0, 2.0
+            record["tile_ms"], record["aten_ms"] = ((fast, slow) if record["choice"] == "tile"
+                                                    else (slow, fast))
             path.write_text(json.dumps(record))
     second = run_child(cache, "auto")
     assert second["stats"] == {"timed": 0, "disk_loads": len(verdicts), "disk_rejected": 0}
@@ -367,6 +371,24 @@ def test_verdicts_here_leave_out_other_builds(cache):
     assert builds == sorted([runtime.core_build_id(), "an-earlier-build"])
     [here] = runtime.backend_verdicts(here=True)
     assert here["build"] == runtime.core_build_id() and here["source"] == "disk"
+
+
+def test_a_verdict_on_disk_is_decided_again_from_its_times(cache):
+    # A verdict stored under another margin (an earlier version's): tile 3% ahead is a tie
+    # now, aten's; 20% ahead is tile's.
+    a, b = torch.randn(64, 64), torch.randn(64, 64)
+    with torch.no_grad():
+        torch.compile(torch.mm, backend="tile", fullgraph=True)(a, b)
+    [path] = (cache / "backend-verdicts").glob("*.json")
+    for tile_ms, stored, decided in ((1.0, "tile", "aten"), (0.8, "aten", "tile")):
+        record = json.loads(path.read_text())
+        record.update(tile_ms=tile_ms, aten_ms=1.03 if decided == "aten" else 1.0,
+                      choice=stored, margin=0.02)
+        path.write_text(json.dumps(record))
+        runtime.clear_backend_verdicts()
+        backend_choice.fingerprint()
+        [verdict] = runtime.backend_verdicts(here=True)
+        assert (verdict["source"], verdict["choice"]) == ("disk", decided)
 
 
 def test_without_a_disk_cache_the_verdicts_stay_in_memory(cache):
