@@ -7,6 +7,7 @@ present and this build has GPU kernels, else on the CPU.
 
 import argparse
 import copy
+import random
 import statistics
 import sys
 import time
@@ -20,19 +21,21 @@ DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.
 
 def interleaved_medians(fns, repeats, device=torch.device("cpu")):
     """Median seconds of each of `fns` (name -> function), the functions timed in turn
-    within each of `repeats` rounds after one warm-up call each. Each round starts one
-    function further on: a step timed right after eager's ran 25% slower on a 2-core CPU
-    than the same step after another compiled one, so a fixed order favoured whichever
-    came later."""
+    within each of `repeats` rounds after one warm-up call each. Each round takes them in
+    an order of its own (shuffled, the same orders every run): a compiled step timed right
+    after eager's ran 25% slower on a 2-core CPU than the same step after another
+    compiled one, so a fixed order (or a rotation, which keeps the same neighbours)
+    favoured whichever never followed eager."""
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     samples = {name: [] for name in fns}
     for fn in fns.values():
         fn()
     sync()
     names = list(fns)
-    for round_ in range(repeats):
-        for i in range(len(names)):
-            name = names[(round_ + i) % len(names)]
+    orders = random.Random(0)
+    for _ in range(repeats):
+        orders.shuffle(names)
+        for name in names:
             start = time.perf_counter()
             fns[name]()
             sync()
