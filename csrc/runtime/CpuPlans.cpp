@@ -26,7 +26,8 @@ tile::runtime::LaunchPlan tile::runtime::cpuMatmulPlan(std::shared_ptr<const Loa
                     std::max<int64_t>(1, perTask / perProgram),
                     group ? spec.config.at("BLOCK_N") : 0,
                     std::max<int64_t>(group, 1),
-                    oneGroup ? rowBlocks : 0};
+                    oneGroup ? rowBlocks : 0,
+                    blockM};
 }
 
 tile::runtime::LaunchPlan

@@ -25,6 +25,7 @@ struct LaunchPlan {
   /// Blocks along M where they all make one group of the grouped order (CPU; 0
   /// otherwise): the grid may then run in bands of rows (launchCpuInRowBands).
   int64_t rowBlocks = 0;
+  int64_t blockM = 0; ///< rows of a per block (CPU): a band of rowBlocks is as many rows
 };
 
 /// A call's signature as plain numbers: the op, the dtypes, the device, the sizes and the

@@ -208,6 +208,14 @@ void zeroPastTheColumns(const tile::runtime::PanelLayout &layout, char *panels) 
     std::memset(panel + (r * width + columns) * eb, 0, size_t((width - columns) * eb));
 }
 
+/// Groups of rows are 32-bit words: the operand of the dot-product instructions.
+void checkGroups(const tile::runtime::PanelLayout &layout) {
+  if (layout.group > 1 && layout.elementBytes * layout.group != int64_t(sizeof(uint32_t)))
+    throw std::invalid_argument("panels in groups of " + std::to_string(layout.group) +
+                                " rows hold " + std::to_string(4 / layout.group) +
+                                "-byte elements, got " + std::to_string(layout.elementBytes));
+}
+
 } // namespace
 
 void *tile::runtime::threadScratch(ScratchUse use, int64_t bytes) {
@@ -229,70 +237,47 @@ void *tile::runtime::threadScratch(ScratchUse use, int64_t bytes) {
   return kept[slot].get();
 }
 
-void tile::runtime::packPanels(const void *source, int64_t rowStride, int64_t colStride,
-                               const PanelLayout &layout, void *panels,
-                               const ParallelFor &parallelFor, int64_t tasks) {
+void tile::runtime::packPanelRange(const void *source, int64_t rowStride, int64_t colStride,
+                                   const PanelLayout &layout, void *panels, int64_t first,
+                                   int64_t last) {
   const char *from = static_cast<const char *>(source);
   char *to = static_cast<char *>(panels);
   int64_t eb = layout.elementBytes, width = layout.width, rows = layout.rows;
-  // A task copies at least kBytesPerTask: waking a thread costs a few microseconds, what a
-  // copy of some 64 KB takes (b of a 128^3 int8 matmul is 16 KB). But where the launch
-  // runs in several tasks, the copy runs in as many: a thread's programs (one group of
-  // rows, a run of block columns) then read the panels it wrote. Written by one thread,
-  // the 64 KB of panels of an int8 256^3 matmul came to the other core's programs from the
-  // first core's cache at every call: each thread's half of the programs took 16 us where
-  // one thread took 18 for all (2-core Xeon VM); with a thread's own panels, 11-12 us.
-  constexpr int64_t kBytesPerTask = int64_t(64) << 10;
-  int64_t grain =
-      std::max<int64_t>(1, kBytesPerTask / std::max<int64_t>(1, layout.panelStride() * eb));
-  if (tasks > 1)
-    grain = std::min(grain, std::max<int64_t>(1, (layout.panels() + tasks - 1) / tasks));
-  if (layout.group > 1 && eb * layout.group != int64_t(sizeof(uint32_t)))
-    throw std::invalid_argument("panels in groups of " + std::to_string(layout.group) +
-                                " rows hold " + std::to_string(4 / layout.group) +
-                                "-byte elements, got " + std::to_string(eb));
-  if (rowStride == 1 && colStride != 1 && layout.cols > 1) {
-    parallelFor(0, layout.panels(), grain, [&](int64_t first, int64_t last) {
-      packColumns(from, colStride, layout, to, first, last);
-    });
-    return;
-  }
+  checkGroups(layout);
+  if (rowStride == 1 && colStride != 1 && layout.cols > 1)
+    return packColumns(from, colStride, layout, to, first, last);
   if (layout.group > 1) {
-    parallelFor(0, layout.panels(), grain, [&](int64_t first, int64_t last) {
-      if (eb == 2)
-        packGrouped(reinterpret_cast<const uint16_t *>(from), rowStride, colStride, layout,
-                    reinterpret_cast<uint16_t *>(to), first, last);
-      else
-        packGrouped(reinterpret_cast<const uint8_t *>(from), rowStride, colStride, layout,
-                    reinterpret_cast<uint8_t *>(to), first, last);
-    });
+    if (eb == 2)
+      packGrouped(reinterpret_cast<const uint16_t *>(from), rowStride, colStride, layout,
+                  reinterpret_cast<uint16_t *>(to), first, last);
+    else
+      packGrouped(reinterpret_cast<const uint8_t *>(from), rowStride, colStride, layout,
+                  reinterpret_cast<uint8_t *>(to), first, last);
     return;
   }
   if (colStride != 1 && layout.cols > 1) {
-    parallelFor(0, layout.panels(), grain, [&](int64_t first, int64_t last) {
-      switch (eb) {
-      case 1:
-        return packStrided(reinterpret_cast<const uint8_t *>(from), rowStride, colStride, layout,
-                           reinterpret_cast<uint8_t *>(to), first, last);
-      case 2:
-        return packStrided(reinterpret_cast<const uint16_t *>(from), rowStride, colStride, layout,
-                           reinterpret_cast<uint16_t *>(to), first, last);
-      case 4:
-        return packStrided(reinterpret_cast<const uint32_t *>(from), rowStride, colStride, layout,
-                           reinterpret_cast<uint32_t *>(to), first, last);
-      default:
-        return packStrided(reinterpret_cast<const uint64_t *>(from), rowStride, colStride, layout,
-                           reinterpret_cast<uint64_t *>(to), first, last);
-      }
-    });
-    zeroPastTheColumns(layout, to);
-    return;
-  }
-  int64_t runBytes = width * eb, fromStride = rowStride * eb;
-  // A task takes a range of panels; within it, a few panels side by side walk down
-  // the rows together, so that each source row is read as one longer run.
-  constexpr int64_t kPanelsAbreast = 8, kRowsAtOnce = 64;
-  parallelFor(0, layout.panels(), grain, [&](int64_t first, int64_t last) {
+    switch (eb) {
+    case 1:
+      packStrided(reinterpret_cast<const uint8_t *>(from), rowStride, colStride, layout,
+                  reinterpret_cast<uint8_t *>(to), first, last);
+      break;
+    case 2:
+      packStrided(reinterpret_cast<const uint16_t *>(from), rowStride, colStride, layout,
+                  reinterpret_cast<uint16_t *>(to), first, last);
+      break;
+    case 4:
+      packStrided(reinterpret_cast<const uint32_t *>(from), rowStride, colStride, layout,
+                  reinterpret_cast<uint32_t *>(to), first, last);
+      break;
+    default:
+      packStrided(reinterpret_cast<const uint64_t *>(from), rowStride, colStride, layout,
+                  reinterpret_cast<uint64_t *>(to), first, last);
+    }
+  } else {
+    // A few panels side by side walk down the rows together, so that each source row is
+    // read as one longer run.
+    int64_t runBytes = width * eb, fromStride = rowStride * eb;
+    constexpr int64_t kPanelsAbreast = 8, kRowsAtOnce = 64;
     for (int64_t group = first; group < last; group += kPanelsAbreast)
       for (int64_t row = 0; row < rows; row += kRowsAtOnce) {
         int64_t count = std::min(kRowsAtOnce, rows - row);
@@ -304,8 +289,30 @@ void tile::runtime::packPanels(const void *source, int64_t rowStride, int64_t co
                    columns == width ? runBytes : columns * eb);
         }
       }
+  }
+  if (last == layout.panels())
+    zeroPastTheColumns(layout, to);
+}
+
+void tile::runtime::packPanels(const void *source, int64_t rowStride, int64_t colStride,
+                               const PanelLayout &layout, void *panels,
+                               const ParallelFor &parallelFor, int64_t tasks) {
+  // A task copies at least kBytesPerTask: waking a thread costs a few microseconds, what a
+  // copy of some 64 KB takes (b of a 128^3 int8 matmul is 16 KB). But where the launch
+  // runs in several tasks, the copy runs in as many: a thread's programs (one group of
+  // rows, a run of block columns) then read the panels it wrote. Written by one thread,
+  // the 64 KB of panels of an int8 256^3 matmul came to the other core's programs from the
+  // first core's cache at every call: each thread's half of the programs took 16 us where
+  // one thread took 18 for all (2-core Xeon VM); with a thread's own panels, 11-12 us.
+  constexpr int64_t kBytesPerTask = int64_t(64) << 10;
+  int64_t grain = std::max<int64_t>(
+      1, kBytesPerTask / std::max<int64_t>(1, layout.panelStride() * layout.elementBytes));
+  if (tasks > 1)
+    grain = std::min(grain, std::max<int64_t>(1, (layout.panels() + tasks - 1) / tasks));
+  checkGroups(layout);
+  parallelFor(0, layout.panels(), grain, [&](int64_t first, int64_t last) {
+    packPanelRange(source, rowStride, colStride, layout, panels, first, last);
   });
-  zeroPastTheColumns(layout, to);
 }
 
 void tile::runtime::copyRows(const void *from, int64_t fromStride, int64_t rows, int64_t rowBytes,

@@ -45,6 +45,11 @@ struct PanelLayout {
 void packPanels(const void *source, int64_t rowStride, int64_t colStride, const PanelLayout &layout,
                 void *panels, const ParallelFor &parallelFor = serialFor, int64_t tasks = 1);
 
+/// The panels [first, last) of packPanels' copy, on the calling thread (the last panel's
+/// zeros past the matrix's columns with it): a part of a copy that a caller splits itself.
+void packPanelRange(const void *source, int64_t rowStride, int64_t colStride,
+                    const PanelLayout &layout, void *panels, int64_t first, int64_t last);
+
 /// Copies `rows` runs of `rowBytes` bytes, `fromStride` bytes apart, to `to`, `toStride`
 /// bytes apart, each followed by zeros up to the next, over `parallelFor`'s threads.
 void copyRows(const void *from, int64_t fromStride, int64_t rows, int64_t rowBytes, void *to,

@@ -152,6 +152,19 @@ at::ScalarType tile::binding::checkMatmulCall(const char *op, const at::Tensor &
 
 namespace {
 
+/// a's view as the kernel reads it, and where that is a copy, what writes its rows
+/// [first, last) (the rows past M as zeros): the launch's threads write it (matmulCpu).
+struct CopyOfA {
+  at::Tensor view;
+  std::function<void(int64_t, int64_t)> writeRows;
+};
+
+/// Rows [first, last) of a copy `pitch` bytes apart as zeros.
+void zeroRows(char *copy, int64_t pitch, int64_t first, int64_t last) {
+  if (last > first)
+    std::memset(copy + first * pitch, 0, size_t((last - first) * pitch));
+}
+
 /// a, or a copy of it whose rows lie whole cache lines apart and whose rows are a whole
 /// number of 64-row blocks, where the matrix tiles read it.
 /// - A tile row that straddles two lines costs both (a 512x512x448 int8 matmul ran 28%
@@ -167,20 +180,25 @@ namespace {
 /// it paid (against torch: int8 512x512x500 0.73-0.80 -> 0.86x, 1000^3 0.86-0.88 ->
 /// 0.95-1.10x, 500^3 0.60 -> 0.65x; bf16 1000^3 1.24-1.27 -> 1.42-1.44x, before the zeros),
 /// at 256 columns it lost (int8 256x256x250 0.61 -> 0.48x).
-at::Tensor onWholeLinesAndBlocks(const at::Tensor &a, int64_t n, bool onTiles) {
+CopyOfA onWholeLinesAndBlocks(const at::Tensor &a, int64_t n, bool onTiles) {
   constexpr int64_t kCacheLine = 64, kColumnsWorthACopy = 384;
   int64_t m = a.size(0), k = a.size(1), bytes = a.element_size();
   int64_t rows = tile::binding::rowsOfWholeTileBlocks(m);
   bool linesOff = (a.stride(0) * bytes) % kCacheLine != 0;
   if (!onTiles || n < kColumnsWorthACopy || (!linesOff && rows == m))
-    return a;
+    return {a, {}};
   int64_t pitch = (k * bytes + kCacheLine - 1) / kCacheLine * kCacheLine;
   auto *copy = static_cast<char *>(
       tile::runtime::threadScratch(tile::runtime::ScratchUse::AlignedA, rows * pitch));
-  tile::runtime::copyRows(a.const_data_ptr(), a.stride(0) * bytes, m, k * bytes, copy, pitch,
-                          tile::binding::atenParallelFor);
-  std::memset(copy + m * pitch, 0, size_t((rows - m) * pitch));
-  return at::from_blob(copy, {rows, pitch / bytes}, {pitch / bytes, 1}, a.options());
+  const char *from = static_cast<const char *>(a.const_data_ptr());
+  int64_t fromStride = a.stride(0) * bytes;
+  auto writeRows = [=](int64_t first, int64_t last) {
+    int64_t inside = std::max<int64_t>(0, std::min(last, m) - first);
+    tile::runtime::copyRows(from + first * fromStride, fromStride, inside, k * bytes,
+                            copy + first * pitch, pitch);
+    zeroRows(copy, pitch, std::max(first, m), last);
+  };
+  return {at::from_blob(copy, {rows, pitch / bytes}, {pitch / bytes, 1}, a.options()), writeRows};
 }
 
 /// A copy of an a whose k is not contiguous (a transposed, as the x^T of a weight's
@@ -192,33 +210,30 @@ at::Tensor onWholeLinesAndBlocks(const at::Tensor &a, int64_t n, bool onTiles) {
 /// zeros past k, and on the tiles zeros fill the rows up to whole blocks (see
 /// onWholeLinesAndBlocks). The copy moves M x K elements against M x N x K multiply-adds,
 /// at about 20 GB/s on two threads (torch's a.contiguous() took 4.5 times as long).
-at::Tensor rowsOfA(const at::Tensor &a, bool onTiles, bool inBands) {
-  constexpr int64_t kCacheLine = 64, kRowsPerSquare = 16;
+CopyOfA rowsOfA(const at::Tensor &a, bool onTiles) {
+  constexpr int64_t kCacheLine = 64;
   int64_t m = a.size(0), k = a.size(1), bytes = a.element_size();
   int64_t rows = onTiles ? tile::binding::rowsOfWholeTileBlocks(m) : m;
   int64_t rowBytes = k * bytes, pitch = (rowBytes + kCacheLine - 1) / kCacheLine * kCacheLine;
   auto *copy = static_cast<char *>(
       tile::runtime::threadScratch(tile::runtime::ScratchUse::AlignedA, rows * pitch));
   at::Tensor rowsView = at::from_blob(copy, {rows, pitch / bytes}, {pitch / bytes, 1}, a.options());
-  if (a.stride(0) == 1) {
-    // a transposed: its columns are the rows of a row-major matrix, transposed in bands
-    // of a's rows, one per thread, or on the calling thread alone.
-    const char *from = static_cast<const char *>(a.const_data_ptr());
-    int64_t grain = inBands ? kRowsPerSquare : std::max<int64_t>(m, 1);
-    tile::binding::atenParallelFor(0, m, grain, [&](int64_t first, int64_t last) {
-      tile::runtime::transposeMatrix(from + first * bytes, a.stride(1) * bytes, k, last - first,
-                                     bytes, copy + first * pitch, pitch);
-      for (int64_t r = first; r < last; ++r)
-        std::memset(copy + r * pitch + rowBytes, 0, size_t(pitch - rowBytes));
-    });
-  } else {
-    rowsView.narrow(0, 0, m).narrow(1, 0, k).copy_(a);
-    if (pitch > rowBytes)
-      rowsView.narrow(0, 0, m).narrow(1, k, pitch / bytes - k).zero_();
-  }
-  std::memset(copy + m * pitch, 0, size_t((rows - m) * pitch));
+  auto writeRows = [=](int64_t first, int64_t last) {
+    int64_t inside = std::max<int64_t>(0, std::min(last, m) - first);
+    if (inside > 0 && a.stride(0) == 1) {
+      // a transposed: its columns are the rows of a row-major matrix.
+      const char *from = static_cast<const char *>(a.const_data_ptr());
+      tile::runtime::transposeMatrix(from + first * bytes, a.stride(1) * bytes, k, inside, bytes,
+                                     copy + first * pitch, pitch);
+    } else if (inside > 0) {
+      rowsView.narrow(0, first, inside).narrow(1, 0, k).copy_(a.narrow(0, first, inside));
+    }
+    for (int64_t r = first; r < first + inside; ++r)
+      std::memset(copy + r * pitch + rowBytes, 0, size_t(pitch - rowBytes));
+    zeroRows(copy, pitch, std::max(first, m), last);
+  };
   // The tiles take the zeros past k as a's k, as on onWholeLinesAndBlocks's copy.
-  return onTiles ? rowsView : rowsView.narrow(1, 0, k);
+  return {onTiles ? rowsView : rowsView.narrow(1, 0, k), writeRows};
 }
 
 } // namespace
@@ -251,12 +266,14 @@ void tile::binding::prepareMatmul(MatmulCall &call, const char *op, const at::Te
   // A transposed a of 32 KB or more is copied in bands of rows that the launch's threads
   // then multiply (launchCpuInRowBands), each the rows it wrote: split by block columns,
   // each thread read all of a, half of it from the other core's cache (2-core Xeon,
-  // float32 128^3 with a transposed: 37 us, in bands 21, a contiguous a 16). Below, waking
-  // the threads for the copy cost more (float32 64^3: 6.6 us against 9.4 in bands).
+  // float32 128^3 with a transposed: 37 us, in bands 21, a contiguous a 16). Below, the
+  // launch splits the block columns as for any a (float32 64^3: 6.6 us against 9.4 in
+  // bands). Either way the launch's tasks write the copy (see matmulCpu).
   constexpr int64_t kTransposedBytesWorthBands = int64_t(32) << 10;
   call.aInRowBands = copyRowsOfA && m * k * a.element_size() >= kTransposedBytesWorthBands;
-  call.a =
-      copyRowsOfA ? rowsOfA(a, onTiles, call.aInRowBands) : onWholeLinesAndBlocks(a, n, onTiles);
+  CopyOfA aForKernel = copyRowsOfA ? rowsOfA(a, onTiles) : onWholeLinesAndBlocks(a, n, onTiles);
+  call.a = aForKernel.view;
+  call.writeRowsOfA = std::move(aForKernel.writeRows);
   // The kernel runs the rows of the copy (a whole number of blocks); c has as many.
   m = call.a.size(0);
   call.target = &target;

@@ -22,8 +22,12 @@ namespace tile::binding {
 struct MatmulCall {
   at::Tensor a, b, c;
   int64_t rows = 0; ///< the call's rows of a and c (the kernel may run more)
-  /// `a` is a copy written by the threads in bands of its rows, which the launch should
-  /// give each thread to multiply (see launchCpuInRowBands).
+  /// Where `a` is a copy that prepareMatmul set up but did not write: what writes its rows
+  /// [first, last), the rows past the call's as zeros (the launch's threads call it, each
+  /// for the rows it then multiplies, or beside the panels of b it copies).
+  std::function<void(int64_t first, int64_t last)> writeRowsOfA;
+  /// The launch should give each thread the band of a's rows it wrote (a transposed a of
+  /// 32 KB or more; see launchCpuInRowBands).
   bool aInRowBands = false;
   at::Tensor bias; ///< undefined without one
   const Target *target = nullptr;

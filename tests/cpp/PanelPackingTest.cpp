@@ -144,6 +144,30 @@ TEST(PanelPacking, SmallPanelsSplitAsTheLaunchDoes) {
   }
 }
 
+TEST(PanelPacking, RangesOfPanelsMakeTheWholeCopy) {
+  // A caller that splits the copy itself (a launch's tasks, beside their rows of a) packs
+  // ranges of panels: together they write what packPanels writes, the last range the
+  // zeros past the matrix's columns too, for every source layout and grouping.
+  for (auto [rowStride, colStride, group] : {std::tuple{int64_t(70), int64_t(1), int64_t(1)},
+                                             {int64_t(1), int64_t(37), int64_t(1)},
+                                             {int64_t(70), int64_t(1), int64_t(2)},
+                                             {int64_t(1), int64_t(37), int64_t(2)},
+                                             {int64_t(213), int64_t(3), int64_t(1)}}) {
+    PanelLayout layout{37, 70, 16, 2, group};
+    std::vector<uint16_t> source(size_t(36 * rowStride + 69 * colStride + 1));
+    for (size_t i = 0; i < source.size(); ++i)
+      source[i] = uint16_t(i * 131 + 7);
+    std::vector<uint16_t> whole(size_t(layout.bytes() / 2), 0x5a5a), parts(whole);
+    packPanels(source.data(), rowStride, colStride, layout, whole.data());
+    ASSERT_EQ(layout.panels(), 5);
+    for (auto [first, last] :
+         {std::pair{int64_t(0), int64_t(2)}, {int64_t(2), int64_t(3)}, {int64_t(3), int64_t(5)}})
+      packPanelRange(source.data(), rowStride, colStride, layout, parts.data(), first, last);
+    EXPECT_EQ(parts, whole) << "strides " << rowStride << ", " << colStride << ", groups of "
+                            << group;
+  }
+}
+
 TEST(PanelPacking, ScratchIsKeptUpToItsLimit) {
   void *first = panelScratch(4096);
   ASSERT_NE(first, nullptr);
