@@ -36,6 +36,19 @@ void launchCpu(const LoadedKernel &kernel, void **args, Grid grid, int64_t grain
 void launchCpuInRowBands(const LoadedKernel &kernel, void **args, int64_t rowBlocks,
                          int64_t colBlocks, int64_t bands, const ParallelFor &parallelFor);
 
+/// Runs a grid that is one group of the grouped order (program n * rowBlocks + m computes
+/// block row m of block column n) as tasks of whole block columns, at least `grain`
+/// columns each. Each task first calls `prepare(firstColumn, lastColumn, args)` on a copy
+/// of the kArgumentSlots argument pointers of its own, which it may point at data it
+/// writes for itself (a copy of a in its own core's cache, the panels of b its columns
+/// read): no task then reads what another writes, and no barrier separates the writes
+/// from the programs.
+constexpr int kArgumentSlots = 20;
+void launchCpuInColumnBands(const LoadedKernel &kernel, void **args, int64_t rowBlocks,
+                            int64_t colBlocks, int64_t grain,
+                            const std::function<void(int64_t, int64_t, void **)> &prepare,
+                            const ParallelFor &parallelFor);
+
 } // namespace tile::runtime
 
 #endif

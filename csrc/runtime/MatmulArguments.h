@@ -5,6 +5,7 @@
 #ifndef TILE_RUNTIME_MATMULARGUMENTS_H
 #define TILE_RUNTIME_MATMULARGUMENTS_H
 
+#include "runtime/CpuLauncher.h"
 #include "runtime/PanelPacking.h"
 #include "runtime/StridedOperand.h"
 #include "runtime/TensorMap.h"
@@ -56,7 +57,7 @@ struct MatmulArguments {
   int32_t narrow[10] = {};
   float slope = 0;
   void *workspace = nullptr, *flags = nullptr; ///< a stream-K kernel's
-  void *args[20] = {};
+  void *args[kArgumentSlots] = {};
   int count = 0;  ///< arguments packed, before any tensor maps
   int packed = 0; ///< of which pack() packed (the rest: a stream-K kernel's workspace)
   StridedOperand operands[3]; ///< a, b and c, as packed (c's element width comes with its map)

@@ -96,8 +96,9 @@ at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
       return bands ? std::min(rows, plan.blockM * (plan.rowBlocks * task / tasks))
                    : rows * task / tasks;
     };
+    char *copy = static_cast<char *>(call.a.data_ptr());
     parallelFor(0, tasks, 1, [&](int64_t first, int64_t last) {
-      call.writeRowsOfA(rowOf(first), last == tasks ? rows : rowOf(last));
+      call.writeRowsOfA(copy, rowOf(first), last == tasks ? rows : rowOf(last));
       if (layout)
         tile::runtime::packPanelRange(call.b.const_data_ptr(), call.b.stride(0), call.b.stride(1),
                                       *layout, panels, panelCount * first / tasks,
@@ -144,7 +145,40 @@ at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
                                tile::runtime::Grid{static_cast<int32_t>(plan.programs), 1, 1},
                                plan.grain, tile::binding::atenParallelFor);
   };
+  // Each task writes a copy of a of its own and the panels of its block columns, then
+  // multiplies them (see prepareMatmul's aCopyPerThread): where the grid is one group and
+  // more than one task.
+  auto copiesPerThread = [&](const LaunchPlan &plan) {
+    return call.aCopyPerThread && plan.rowBlocks > 0 && threads > 1 && plan.programs > plan.grain;
+  };
+  auto launchWithCopiesPerThread = [&](const LaunchPlan &plan, void *panels) {
+    int64_t rowBlocks = plan.rowBlocks, rows = call.a.size(0);
+    std::optional<tile::runtime::PanelLayout> layout;
+    if (plan.bPanelWidth) {
+      layout = tile::binding::bPanelLayout(call, plan.bPanelWidth, plan.bPanelGroup);
+      call.arguments.useBPanels(panels, *layout);
+    }
+    tile::runtime::launchCpuInColumnBands(
+        *plan.kernel, call.args(), rowBlocks, plan.programs / rowBlocks,
+        (plan.grain + rowBlocks - 1) / rowBlocks,
+        [&](int64_t firstColumn, int64_t lastColumn, void **args) {
+          auto *own = static_cast<char *>(
+              tile::runtime::threadScratch(tile::runtime::ScratchUse::AlignedA, call.aCopyBytes));
+          call.writeRowsOfA(own, 0, rows);
+          if (layout)
+            tile::runtime::packPanelRange(call.b.const_data_ptr(), call.b.stride(0),
+                                          call.b.stride(1), *layout, panels, firstColumn,
+                                          lastColumn);
+          // The kernel's first argument points at a's data pointer.
+          thread_local const void *ownA;
+          ownA = own;
+          args[0] = &ownA;
+        },
+        tile::binding::atenParallelFor);
+  };
   auto run = [&](const LaunchPlan &plan) {
+    if (!aCopied && copiesPerThread(plan))
+      return launchWithCopiesPerThread(plan, panelsFor(plan));
     writeOperands(plan, panelsFor(plan), tile::binding::atenParallelFor);
     launch(plan);
   };

@@ -109,8 +109,8 @@ enum Slot {
   kDevice
 };
 /// The CPU specializes on no divisibility: there the slot records the copies the call
-/// writes: bit 0 a copy of a (see withMatrixTiles), bit 1 panels of a b whose columns are
-/// not contiguous (made whatever the call's size).
+/// writes: bit 0 a copy of a that the launch's threads share (see withMatrixTiles), bit 1
+/// panels of a b whose columns are not contiguous (made whatever the call's size).
 constexpr Slot kCopies = kDivisibility;
 constexpr int64_t kCopyOfA = 1, kPanelsOfStridedB = 2;
 
@@ -153,10 +153,12 @@ at::ScalarType tile::binding::checkMatmulCall(const char *op, const at::Tensor &
 namespace {
 
 /// a's view as the kernel reads it, and where that is a copy, what writes its rows
-/// [first, last) (the rows past M as zeros): the launch's threads write it (matmulCpu).
+/// [first, last) into a copy (the rows past M as zeros) and the copy's bytes: the launch's
+/// threads write it (matmulCpu).
 struct CopyOfA {
   at::Tensor view;
-  std::function<void(int64_t, int64_t)> writeRows;
+  std::function<void(char *, int64_t, int64_t)> writeRows;
+  int64_t bytes = 0;
 };
 
 /// Rows [first, last) of a copy `pitch` bytes apart as zeros.
@@ -192,13 +194,14 @@ CopyOfA onWholeLinesAndBlocks(const at::Tensor &a, int64_t n, bool onTiles) {
       tile::runtime::threadScratch(tile::runtime::ScratchUse::AlignedA, rows * pitch));
   const char *from = static_cast<const char *>(a.const_data_ptr());
   int64_t fromStride = a.stride(0) * bytes;
-  auto writeRows = [=](int64_t first, int64_t last) {
+  auto writeRows = [=](char *to, int64_t first, int64_t last) {
     int64_t inside = std::max<int64_t>(0, std::min(last, m) - first);
     tile::runtime::copyRows(from + first * fromStride, fromStride, inside, k * bytes,
-                            copy + first * pitch, pitch);
-    zeroRows(copy, pitch, std::max(first, m), last);
+                            to + first * pitch, pitch);
+    zeroRows(to, pitch, std::max(first, m), last);
   };
-  return {at::from_blob(copy, {rows, pitch / bytes}, {pitch / bytes, 1}, a.options()), writeRows};
+  return {at::from_blob(copy, {rows, pitch / bytes}, {pitch / bytes, 1}, a.options()), writeRows,
+          rows * pitch};
 }
 
 /// A copy of an a whose k is not contiguous (a transposed, as the x^T of a weight's
@@ -218,22 +221,23 @@ CopyOfA rowsOfA(const at::Tensor &a, bool onTiles) {
   auto *copy = static_cast<char *>(
       tile::runtime::threadScratch(tile::runtime::ScratchUse::AlignedA, rows * pitch));
   at::Tensor rowsView = at::from_blob(copy, {rows, pitch / bytes}, {pitch / bytes, 1}, a.options());
-  auto writeRows = [=](int64_t first, int64_t last) {
+  auto writeRows = [=](char *to, int64_t first, int64_t last) {
     int64_t inside = std::max<int64_t>(0, std::min(last, m) - first);
     if (inside > 0 && a.stride(0) == 1) {
       // a transposed: its columns are the rows of a row-major matrix.
       const char *from = static_cast<const char *>(a.const_data_ptr());
       tile::runtime::transposeMatrix(from + first * bytes, a.stride(1) * bytes, k, inside, bytes,
-                                     copy + first * pitch, pitch);
+                                     to + first * pitch, pitch);
     } else if (inside > 0) {
-      rowsView.narrow(0, first, inside).narrow(1, 0, k).copy_(a.narrow(0, first, inside));
+      at::Tensor view = at::from_blob(to, {rows, pitch / bytes}, {pitch / bytes, 1}, a.options());
+      view.narrow(0, first, inside).narrow(1, 0, k).copy_(a.narrow(0, first, inside));
     }
     for (int64_t r = first; r < first + inside; ++r)
-      std::memset(copy + r * pitch + rowBytes, 0, size_t(pitch - rowBytes));
-    zeroRows(copy, pitch, std::max(first, m), last);
+      std::memset(to + r * pitch + rowBytes, 0, size_t(pitch - rowBytes));
+    zeroRows(to, pitch, std::max(first, m), last);
   };
   // The tiles take the zeros past k as a's k, as on onWholeLinesAndBlocks's copy.
-  return {onTiles ? rowsView : rowsView.narrow(1, 0, k), writeRows};
+  return {onTiles ? rowsView : rowsView.narrow(1, 0, k), writeRows, rows * pitch};
 }
 
 } // namespace
@@ -274,6 +278,18 @@ void tile::binding::prepareMatmul(MatmulCall &call, const char *op, const at::Te
   CopyOfA aForKernel = copyRowsOfA ? rowsOfA(a, onTiles) : onWholeLinesAndBlocks(a, n, onTiles);
   call.a = aForKernel.view;
   call.writeRowsOfA = std::move(aForKernel.writeRows);
+  call.aCopyBytes = aForKernel.bytes;
+  // On the tiles, a copy of up to 128 KB is written by each of the launch's threads for
+  // itself, which then runs whole block columns (packing the panels they read) and reads
+  // only what it wrote, with no barrier between the copies and the programs. A copy shared
+  // by the threads had each read half of it, or half of the panels, from the other core's
+  // cache. Against a shared copy (2-core Xeon, a transposed, two alternations): int8
+  // 256^3 42.0/33.0 -> 26.1/30.2 us, 320^3 59.5/53.4 -> 37.8/46.1, bfloat16 256^3
+  // 51.9/52.2 -> 37.8/45.0. Larger copies took longer to write twice than the reads they
+  // saved (int8 500^3: 122-154 -> 172-192 us), and float32 gained nothing (128^3 26.9/24.4
+  // against 26.9/28.2): those keep one copy.
+  constexpr int64_t kCopyPerThreadBytes = int64_t(128) << 10;
+  call.aCopyPerThread = call.writeRowsOfA && onTiles && aForKernel.bytes <= kCopyPerThreadBytes;
   // The kernel runs the rows of the copy (a whole number of blocks); c has as many.
   m = call.a.size(0);
   call.target = &target;
@@ -328,7 +344,9 @@ void tile::binding::prepareMatmul(MatmulCall &call, const char *op, const at::Te
   int64_t unitBiasStride = bias && (bias->stride(0) == 1 || n == 1) ? 1 << 6 : 0;
   if (target.kind == TargetKind::Cpu) {
     // float16's bfloat16 terms are such a copy too, written by the launch's threads.
-    bool aCopied = termsOfHalves || call.a.const_data_ptr() != a.const_data_ptr();
+    // A copy per thread is read as a is in place: from the core's own cache.
+    bool aCopied =
+        termsOfHalves || (call.a.const_data_ptr() != a.const_data_ptr() && !call.aCopyPerThread);
     signature[kCopies] = (aCopied ? kCopyOfA : 0) | (stridedB ? kPanelsOfStridedB : 0);
     signature[kUnitStrides] =
         (runtime::unitStrideBits({&aOperand, &bOperand, &cOperand}) & kUnitColumnStridesOfAB) |

@@ -23,9 +23,13 @@ struct MatmulCall {
   at::Tensor a, b, c;
   int64_t rows = 0; ///< the call's rows of a and c (the kernel may run more)
   /// Where `a` is a copy that prepareMatmul set up but did not write: what writes its rows
-  /// [first, last), the rows past the call's as zeros (the launch's threads call it, each
-  /// for the rows it then multiplies, or beside the panels of b it copies).
-  std::function<void(int64_t first, int64_t last)> writeRowsOfA;
+  /// [first, last) into `copy` (a's memory, or a thread's own copy of `aCopyBytes`), the
+  /// rows past the call's as zeros. The launch's threads call it (see matmulCpu).
+  std::function<void(char *copy, int64_t first, int64_t last)> writeRowsOfA;
+  int64_t aCopyBytes = 0;
+  /// The copy is small enough for each of the launch's threads to write its own and read
+  /// it from its own cache (launchCpuInColumnBands).
+  bool aCopyPerThread = false;
   /// The launch should give each thread the band of a's rows it wrote (a transposed a of
   /// 32 KB or more; see launchCpuInRowBands).
   bool aInRowBands = false;
