@@ -39,15 +39,6 @@ struct UnwrittenOperands {
   std::function<void(const tile::runtime::ParallelFor &)> bIntoRows;
 };
 
-/// Whether the threads that just wrote `a` in bands of its rows should multiply those rows
-/// (launchCpuInRowBands; 2-core Xeon, float16 as float32 against torch: 256^3 0.82 -> 0.90,
-/// 512^3 0.79 -> 0.85): an a of less than 256 KB, which the caches hold whoever wrote it,
-/// ran slower so (128^3 0.86 -> 0.78).
-bool freshRowsWorthBands(const at::Tensor &a) {
-  constexpr int64_t kFreshRowsWorthBands = int64_t(256) << 10;
-  return a.numel() * a.element_size() >= kFreshRowsWorthBands;
-}
-
 /// `rowBands`: a was just written by the launch's threads, each a band of its rows (see
 /// launchCpuInRowBands). `unwritten`: operands that the call writes, not yet written.
 at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
@@ -65,13 +56,23 @@ at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
   if (unwritten && call.a.const_data_ptr() != a.const_data_ptr())
     throw std::logic_error("matmulCpu: an a not written yet was copied");
   rowBands = rowBands || call.aInRowBands;
-  bool aWritten = !unwritten, bInRows = !unwritten, aCopied = !call.writeRowsOfA;
+  bool aWritten = !unwritten, bInRows = !unwritten, aCopyWritten = !call.writeRowsOfA;
   // b's panels are the calling thread's scratch, whichever thread writes them.
   auto panelsFor = [&](const LaunchPlan &plan) -> void * {
     if (!plan.bPanelWidth)
       return nullptr;
     return tile::runtime::panelScratch(
         tile::binding::bPanelLayout(call, plan.bPanelWidth, plan.bPanelGroup).bytes());
+  };
+  // b's panels for a launch that packs them in its own tasks, the call's arguments pointed
+  // at them; none where the plan reads b as given.
+  auto panelLayoutFor = [&](const LaunchPlan &plan,
+                            void *panels) -> std::optional<tile::runtime::PanelLayout> {
+    if (!plan.bPanelWidth)
+      return std::nullopt;
+    auto layout = tile::binding::bPanelLayout(call, plan.bPanelWidth, plan.bPanelGroup);
+    call.arguments.useBPanels(panels, layout);
+    return layout;
   };
   int64_t threads = at::get_num_threads();
   auto inRowBands = [&](const LaunchPlan &plan) {
@@ -88,9 +89,7 @@ at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
     bool bands = inRowBands(plan);
     int64_t tasks = bands ? threads : (plan.programs + plan.grain - 1) / plan.grain;
     int64_t rows = call.a.size(0);
-    std::optional<tile::runtime::PanelLayout> layout;
-    if (plan.bPanelWidth)
-      layout = tile::binding::bPanelLayout(call, plan.bPanelWidth, plan.bPanelGroup);
+    auto layout = panelLayoutFor(plan, panels);
     int64_t panelCount = layout ? layout->panels() : 0;
     auto rowOf = [&](int64_t task) {
       return bands ? std::min(rows, plan.blockM * (plan.rowBlocks * task / tasks))
@@ -100,17 +99,14 @@ at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
     parallelFor(0, tasks, 1, [&](int64_t first, int64_t last) {
       call.writeRowsOfA(copy, rowOf(first), last == tasks ? rows : rowOf(last));
       if (layout)
-        tile::runtime::packPanelRange(call.b.const_data_ptr(), call.b.stride(0), call.b.stride(1),
-                                      *layout, panels, panelCount * first / tasks,
-                                      panelCount * last / tasks);
+        tile::binding::packBPanelRange(call, *layout, panels, panelCount * first / tasks,
+                                       panelCount * last / tasks);
     });
-    if (layout)
-      call.arguments.useBPanels(panels, *layout);
   };
   // What a launch reads that is not there yet: a once, b's panels before every launch.
   auto writeOperands = [&](const LaunchPlan &plan, void *panels, const ParallelFor &parallelFor) {
-    if (!aCopied) {
-      aCopied = true;
+    if (!aCopyWritten) {
+      aCopyWritten = true;
       writeCopyOfAWithPanels(plan, panels, parallelFor);
       return;
     }
@@ -153,11 +149,7 @@ at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
   };
   auto launchWithCopiesPerThread = [&](const LaunchPlan &plan, void *panels) {
     int64_t rowBlocks = plan.rowBlocks, rows = call.a.size(0);
-    std::optional<tile::runtime::PanelLayout> layout;
-    if (plan.bPanelWidth) {
-      layout = tile::binding::bPanelLayout(call, plan.bPanelWidth, plan.bPanelGroup);
-      call.arguments.useBPanels(panels, *layout);
-    }
+    auto layout = panelLayoutFor(plan, panels);
     tile::runtime::launchCpuInColumnBands(
         *plan.kernel, call.args(), rowBlocks, plan.programs / rowBlocks,
         (plan.grain + rowBlocks - 1) / rowBlocks,
@@ -166,9 +158,7 @@ at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
               tile::runtime::threadScratch(tile::runtime::ScratchUse::AlignedA, call.aCopyBytes));
           call.writeRowsOfA(own, 0, rows);
           if (layout)
-            tile::runtime::packPanelRange(call.b.const_data_ptr(), call.b.stride(0),
-                                          call.b.stride(1), *layout, panels, firstColumn,
-                                          lastColumn);
+            tile::binding::packBPanelRange(call, *layout, panels, firstColumn, lastColumn);
           // The kernel's first argument points at a's data pointer.
           thread_local const void *ownA;
           ownA = own;
@@ -177,7 +167,7 @@ at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
         tile::binding::atenParallelFor);
   };
   auto run = [&](const LaunchPlan &plan) {
-    if (!aCopied && copiesPerThread(plan))
+    if (!aCopyWritten && copiesPerThread(plan))
       return launchWithCopiesPerThread(plan, panelsFor(plan));
     writeOperands(plan, panelsFor(plan), tile::binding::atenParallelFor);
     launch(plan);
@@ -385,9 +375,12 @@ std::optional<at::Tensor> matmulHalfAsFloat(const char *op, const at::Tensor &a,
   using tile::runtime::ScratchUse;
   at::Tensor a32 = scratchFloats(ScratchUse::FloatA, a.sizes()).copy_(a);
   at::Tensor b32 = scratchFloats(ScratchUse::FloatB, b.sizes()).copy_(b);
-  // Each thread then multiplies the rows of a it converted.
-  at::Tensor c =
-      matmulCpu(op, a32, b32, negativeSlope, std::nullopt, bias32, freshRowsWorthBands(a32));
+  // Each thread then multiplies the rows of a it converted (2-core Xeon, against torch:
+  // 256^3 0.82 -> 0.90, 512^3 0.79 -> 0.85); an a of less than 256 KB, which the caches
+  // hold whoever wrote it, ran slower so (128^3 0.86 -> 0.78).
+  constexpr int64_t kFreshRowsWorthBands = int64_t(256) << 10;
+  bool rowBands = a32.numel() * int64_t(sizeof(float)) >= kFreshRowsWorthBands;
+  at::Tensor c = matmulCpu(op, a32, b32, negativeSlope, std::nullopt, bias32, rowBands);
   return out == at::kFloat ? c : c.to(at::kHalf);
 }
 

@@ -473,6 +473,12 @@ void tile::binding::packBIntoPanels(MatmulCall &call, const runtime::PanelLayout
   });
 }
 
+void tile::binding::packBPanelRange(const MatmulCall &call, const runtime::PanelLayout &layout,
+                                    void *panels, int64_t first, int64_t last) {
+  runtime::packPanelRange(call.b.const_data_ptr(), call.b.stride(0), call.b.stride(1), layout,
+                          panels, first, last);
+}
+
 void tile::binding::writeBPanels(
     MatmulCall &call, const runtime::PanelLayout &layout, void *panels,
     const std::function<void(const runtime::PanelLayout &, void *)> &write) {

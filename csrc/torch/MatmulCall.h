@@ -111,6 +111,11 @@ runtime::PanelLayout bPanelLayout(const MatmulCall &call, int64_t width, int64_t
 void packBIntoPanels(MatmulCall &call, const runtime::PanelLayout &layout, void *panels,
                      const runtime::ParallelFor &parallelFor, int64_t tasks);
 
+/// The panels [first, last) of b's copy, on the calling thread (a task of a launch that
+/// splits the copy itself); the caller points the call's arguments at them (useBPanels).
+void packBPanelRange(const MatmulCall &call, const runtime::PanelLayout &layout, void *panels,
+                     int64_t first, int64_t last);
+
 /// The same panels of b written by `write` (which the caller makes from b's source, b
 /// itself not yet written), and the call's arguments pointed at them.
 void writeBPanels(MatmulCall &call, const runtime::PanelLayout &layout, void *panels,
