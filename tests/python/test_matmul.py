@@ -372,13 +372,18 @@ def test_large_b_is_read_from_panels(op, pair, layout, tmp_path):
     assert specs and all(f"packed_b={group}" in spec for spec in specs), specs
 
 
-@pytest.mark.parametrize("layout", ["a_transposed", "both_transposed"])
+@pytest.mark.parametrize("layout", ["contiguous", "a_transposed", "both_transposed"])
 @pytest.mark.parametrize("op, pair", [p for p in OP_PAIRS if p.values[1].inputs in (torch.bfloat16, torch.int8)])
-def test_each_thread_copies_a_small_transposed_a(op, pair, layout):
-    # On the tiles a transposed a of up to 128 KB is copied by each of the launch's threads
-    # for itself, before its block columns, on every call: the result follows a changed in
-    # place between calls (no copy is reused), at ragged sizes, with every op.
-    a, b = strided_inputs(layout, (200, 300, 250), pair.inputs)
+def test_each_thread_writes_its_own_operands(op, pair, layout):
+    # On the tiles, where the grid is one group of rows, each of the launch's threads packs
+    # the panels of its own block columns (and copies a transposed a of up to 128 KB for
+    # itself) on every call: the result follows a and b changed in place between calls (no
+    # copy or panel is reused), at ragged sizes, with every op.
+    shape = (200, 300, 250)
+    if layout == "contiguous":
+        a, b = random_inputs(shape, pair.inputs)
+    else:
+        a, b = strided_inputs(layout, shape, pair.inputs)
     check(op, a, b, pair)
     a.copy_(random_matrix(*a.shape, pair.inputs))
     check(op, a, b, pair)
