@@ -144,7 +144,7 @@ int64_t bytesOf(const std::string &dtype) {
 
 std::map<std::string, int64_t> withMatrixTiles(std::map<std::string, int64_t> config, int64_t m,
                                                int64_t n, int64_t k, const std::string &inputDtype,
-                                               bool aCopied) {
+                                               bool aCopied, int64_t kernelK) {
   auto powerOfTwoAtMost = [](int64_t x) {
     return int64_t(1) << (63 - __builtin_clzll(uint64_t(std::max<int64_t>(x, 1))));
   };
@@ -167,10 +167,12 @@ std::map<std::string, int64_t> withMatrixTiles(std::map<std::string, int64_t> co
   // _int_mm (M = N = 384, interleaved): K = 320 47.0 -> 40.6 us (44.4), 384 50.8 -> 43.2
   // (47.0), 448 50.6 -> 46.8 (50.3), 576 62.9 -> 55.6 (59.3). bfloat16 (twice the steps
   // per chunk) and 64 x 64 blocks (whose sub-blocks go through the buffer every 8 steps
-  // anyway) gained nothing; a partial last step (K = 500) lost.
+  // anyway) gained nothing; a partial last step (K = 500 read in place) lost. A copy of a
+  // pads k to whole steps (int8 500^3: K = 512).
   constexpr int64_t kTileStepBytes = 64;
-  if (blockM == 32 && bytesOf(inputDtype) == 1 && k % kTileStepBytes == 0 && k <= 1024)
-    config["BLOCK_K"] = int64_t(1) << (64 - __builtin_clzll(uint64_t(k - 1)));
+  int64_t stepsK = kernelK > 0 ? kernelK : k;
+  if (blockM == 32 && bytesOf(inputDtype) == 1 && stepsK % kTileStepBytes == 0 && stepsK <= 1024)
+    config["BLOCK_K"] = int64_t(1) << (64 - __builtin_clzll(uint64_t(stepsK - 1)));
   // The programs of a group read the same panel of b, each its own rows of a, which
   // the next column of the group reads again: they stay in the core's L2 (2 MB on the
   // AMX Xeons) only where the group's rows of a take about half of it. 4096^3 bf16 ran at

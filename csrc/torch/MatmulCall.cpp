@@ -390,8 +390,10 @@ void tile::binding::MatmulCall::specify() {
     // AMX multiplies b only in groups of k: where a call takes the tile registers, b is
     // always read from grouped panels, whatever its size.
     if (usesMatrixTiles(*target, spec.dtypes[0], unitKOfA, signature[kM])) {
-      spec.config = ops::withMatrixTiles(spec.config, signature[kM], signature[kN], signature[kK],
-                                         spec.dtypes[0], (signature[kCopies] & kCopyOfA) != 0);
+      // a.size(1): the kernel's k, which a copy of a pads with zeros to whole cache lines.
+      spec.config =
+          ops::withMatrixTiles(spec.config, signature[kM], signature[kN], signature[kK],
+                               spec.dtypes[0], (signature[kCopies] & kCopyOfA) != 0, a.size(1));
       spec.config["packed_b"] = panelGroupFor(*target, spec.dtypes[0], unitKOfA, spec.config);
     } else if ((signature[kCopies] & kPanelsOfStridedB) ||
                packsBIntoPanels(signature[kM], signature[kN], signature[kK], a.element_size())) {

@@ -392,20 +392,21 @@ def test_each_thread_writes_its_own_operands(op, pair, layout):
 
 
 @pytest.mark.parametrize("op, pair", [p for p in OP_PAIRS if p.values[1].inputs == torch.int8])
-@pytest.mark.parametrize("k", [192, 320, 448])
-def test_int8_k_of_whole_tile_steps_runs_as_one_chunk(op, pair, k, tmp_path):
+@pytest.mark.parametrize("shape, block_k", [((150, 170, 192), 256), ((150, 170, 320), 512),
+                                            ((150, 170, 448), 512), ((200, 400, 500), 512)])
+def test_int8_k_of_whole_tile_steps_runs_as_one_chunk(op, pair, shape, block_k, tmp_path):
     # Where the host has AMX-INT8, an int8 32x32 block whose K is whole tile steps (64
     # bytes) runs all of K as one chunk: BLOCK_K is the power of two at or above K, whose
-    # steps past K the kernel skips. Ragged M and N.
-    a, b = random_inputs((150, 170, k), pair.inputs)
+    # steps past K the kernel skips. K = 500 with 400 columns: a is copied onto whole cache
+    # lines, zeros past k, and the kernel runs K = 512. Ragged M and N.
+    a, b = random_inputs(shape, pair.inputs)
     with torch_tile.config.patch(dump_dir=tmp_path):
         torch_tile.runtime.clear_cache()
         check(op, a, b, pair)
     specs = specs_compiled(tmp_path)
     assert specs
     if "AMX-INT8" in torch_tile.runtime.host_matrix_units():
-        one_chunk = f"BLOCK_K={1 << (k - 1).bit_length()},"
-        assert all(one_chunk in spec and "BLOCK_M=32," in spec for spec in specs), specs
+        assert all(f"BLOCK_K={block_k}," in spec and "BLOCK_M=32," in spec for spec in specs), specs
 
 
 @pytest.mark.parametrize("op, pair", [p for p in OP_PAIRS if p.values[1].inputs in (torch.bfloat16, torch.int8)])

@@ -26,10 +26,11 @@ std::map<std::string, int64_t> defaultMatmulConfig(const Target &target, int64_t
 /// b per band and chunk: all eight tile registers), 64 x 64 for large problems, BLOCK_K
 /// as long as K allows, up to 1024, and GROUP_M by the L2. `aCopied`: the call reads a from
 /// a copy it makes (a's rows moved onto whole cache lines or whole blocks), written by the
-/// launch's threads in bands of rows.
+/// launch's threads in bands of rows. `kernelK`: the k the kernel runs where it differs from
+/// K (a copy's rows end in zeros up to a whole cache line, which the kernel takes as k).
 std::map<std::string, int64_t> withMatrixTiles(std::map<std::string, int64_t> config, int64_t m,
                                                int64_t n, int64_t k, const std::string &inputDtype,
-                                               bool aCopied);
+                                               bool aCopied, int64_t kernelK = 0);
 
 /// `config` with the spellings of older tools mapped to what they meant: on AMD,
 /// num_stages=0 was older ROCm Triton's default (its stream pipeliner, num_stages=2 today),
