@@ -8,17 +8,20 @@ tile::runtime::LaunchPlan tile::runtime::cpuMatmulPlan(std::shared_ptr<const Loa
                                                        const ops::KernelSpec &spec,
                                                        const Target &target, int64_t programs,
                                                        int64_t m, int64_t k) {
-  // A program computes BLOCK_M x BLOCK_N x K multiply-adds; tasks of at least ~1M of
-  // them pay for a thread on the vector units. The tile registers (AMX) run 8 times as
-  // many per cycle, so their tasks take 8 times as many: a 128^3 int8 matmul (16
-  // programs of 32 x 32) took 12 us on 2 threads of a Xeon and 10.5 us on one.
+  // A program computes BLOCK_M x BLOCK_N x K multiply-adds; tasks of at least 512K of
+  // them pay for a thread on the vector units (2-core AMX Xeon, float32 against MKL,
+  // three alternations: 96^3, 884K multiply-adds, 0.74-0.77x on one thread -> 1.09-1.11x
+  // on two; 72^3, 373K, stays on one: two had lost, 0.71-0.80 -> 0.65-0.70x). The tile
+  // registers (AMX) run 8 times as many per cycle as the vector units, and their tasks
+  // take 8M: a 128^3 int8 matmul (16 programs of 32 x 32) took 12 us on 2 threads of a
+  // Xeon and 10.5 us on one.
   int64_t blockM = spec.config.at("BLOCK_M");
   int64_t perProgram =
       std::max<int64_t>(1, blockM * spec.config.at("BLOCK_N") * std::max<int64_t>(k, 1));
   auto packed = spec.config.find("packed_b");
   int64_t group = packed != spec.config.end() ? packed->second : 0;
   bool onTiles = group > 1 && hasCpuMatrixTiles(target, spec.dtypes.at(0));
-  int64_t perTask = (int64_t(1) << 20) * (onTiles ? 8 : 1);
+  int64_t perTask = onTiles ? int64_t(8) << 20 : int64_t(512) << 10;
   int64_t rowBlocks = (m + blockM - 1) / blockM;
   bool oneGroup = rowBlocks <= spec.config.at("GROUP_M");
   return LaunchPlan{std::move(kernel),

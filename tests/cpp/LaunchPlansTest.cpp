@@ -68,9 +68,9 @@ TEST(LaunchPlans, GoWhenTheKernelsOrTheTuningChange) {
   EXPECT_FALSE(plans.find(signature)) << "the candidates changed";
 }
 
-TEST(CpuPlans, TasksTakeAMillionMultiplyAddsOrEightOnTheTiles) {
-  // A task of the vector kernel takes at least 2^20 multiply-adds, one of the tile
-  // registers 8 times as many; b goes to panels of the block's width in the spec's groups;
+TEST(CpuPlans, TasksTakeHalfAMillionMultiplyAddsOrEightMillionOnTheTiles) {
+  // A task of the vector kernel takes at least 2^19 multiply-adds, one of the tile
+  // registers 2^23; b goes to panels of the block's width in the spec's groups;
   // a grid whose rows of blocks all make one group may run in bands of rows.
   Target amx = Target::parse("cpu:sapphirerapids");
   ops::KernelSpec spec = tile::testing::matmulSpec("matmul", "bf16", "bf16", 32, 32, 256);
@@ -84,7 +84,7 @@ TEST(CpuPlans, TasksTakeAMillionMultiplyAddsOrEightOnTheTiles) {
   EXPECT_EQ(cpuMatmulPlan(nullptr, spec, amx, 64, 257, 256).rowBlocks, 0) << "9 blocks, two groups";
   spec.config.erase("packed_b");
   LaunchPlan vectors = cpuMatmulPlan(nullptr, spec, amx, 64, 256, 256);
-  EXPECT_EQ(vectors.grain, (int64_t(1) << 20) / (32 * 32 * 256));
+  EXPECT_EQ(vectors.grain, (int64_t(1) << 19) / (32 * 32 * 256));
   EXPECT_EQ(vectors.bPanelWidth, 0) << "b as given";
   EXPECT_EQ(vectors.bPanelGroup, 1);
   EXPECT_EQ(cpuMatmulPlan(nullptr, spec, amx, 1, 4, 1 << 30).grain, 1) << "at least one program";
