@@ -424,7 +424,13 @@ bool tile::binding::packsBIntoPanels(int64_t m, int64_t n, int64_t k, int64_t el
   //   every vector load of a row of b straddle two lines, and its block column at N's
   //   edge takes the masked edge path; panels (written whole) take neither: against MKL
   //   (2 threads, Xeon) 500^3 0.59 -> 1.00x, 200^3 0.46 -> 0.82x, 100^3 0.48 -> 0.56x,
-  //   72^3 0.34 -> 0.63x.
+  //   72^3 0.34 -> 0.63x. Whole lines but not whole 32-column blocks (AVX-512 blocks are
+  //   64 columns wide, or 32 below 768 where 64 would leave most of one past N) still
+  //   leave that edge column to the masked path, which took a 112^3 call longer than
+  //   128^3: with panels, two alternations (2 threads, against MKL), 112^3 0.54-0.55 ->
+  //   0.85-0.93x, 176^3 0.57-0.58 -> 0.73-0.74x, 240^3 0.57-0.58 -> 0.87-1.00x, 144^3
+  //   0.66-0.68 -> 0.79x; 96^3 and 160^3 (whole 32-column blocks) lost with them (1.07 ->
+  //   0.84x) and keep b as given.
   // The copy moves K*N elements against M*N*K multiply-adds: too few rows of a (M < 64)
   // do not repay it.
   constexpr int64_t kRowsWorthPanels = 64, kPastTheL2 = int64_t(4) << 20;
@@ -433,10 +439,10 @@ bool tile::binding::packsBIntoPanels(int64_t m, int64_t n, int64_t k, int64_t el
   int64_t bytes = k * n * elementBytes;
   if (m < kRowsWorthPanels)
     return false;
-  constexpr int64_t kCacheLine = 64;
+  constexpr int64_t kEdgeFreeColumns = 32;
   bool f32 = elementBytes == 4;
   return bytes >= kPastTheL2 || (f32 && n * elementBytes >= kConflictingPitch) ||
-         (f32 && n * elementBytes % kCacheLine != 0) ||
+         (f32 && n % kEdgeFreeColumns != 0) ||
          (elementBytes == 1 && m >= kInt8Rows && bytes >= kInt8Bytes);
 }
 

@@ -528,13 +528,15 @@ def test_float16_with_an_infinity_keeps_torchs_infinities(where):
     call(infinite=True)
 
 
-@pytest.mark.parametrize("n, packed", [(256, False), (257, True)])
+@pytest.mark.parametrize("n, packed", [(256, False), (257, True), (240, True), (160, False)])
 def test_small_b_is_read_in_place_where_its_rows_are_whole_cache_lines(n, packed, tmp_path):
     # Below the L2's size, with rows close together and whole cache lines apart (256 f32
     # columns), b is read through its strides: a copy would not repay itself. At 257
     # columns each vector load of a row of b would straddle two cache lines and the block
     # column at N's edge would take the masked path; panels, written whole (zeros past
-    # N), take neither. Parity at the edge column either way.
+    # N), take neither. 240 columns are whole lines but not whole 32-column blocks: the
+    # edge column would still be masked, so panels; 160 are whole blocks. Parity at the
+    # edge column either way.
     pair = PAIRS[0].values[0]
     a, b = random_inputs((67, n, 255), pair.inputs)
     with torch_tile.config.patch(dump_dir=tmp_path):
