@@ -167,6 +167,16 @@ void zeroRows(char *copy, int64_t pitch, int64_t first, int64_t last) {
     std::memset(copy + first * pitch, 0, size_t((last - first) * pitch));
 }
 
+/// The scratch a copy of a goes to: `rows` rows of a's k elements, each padded to whole
+/// cache lines (the view takes in the padding), and the rows' pitch in bytes.
+std::pair<at::Tensor, int64_t> scratchRowsOnWholeLines(const at::Tensor &a, int64_t rows) {
+  constexpr int64_t kCacheLine = 64;
+  int64_t bytes = a.element_size();
+  int64_t pitch = (a.size(1) * bytes + kCacheLine - 1) / kCacheLine * kCacheLine;
+  void *copy = tile::runtime::threadScratch(tile::runtime::ScratchUse::AlignedA, rows * pitch);
+  return {at::from_blob(copy, {rows, pitch / bytes}, {pitch / bytes, 1}, a.options()), pitch};
+}
+
 /// a, or a copy of it whose rows lie whole cache lines apart and whose rows are a whole
 /// number of 64-row blocks, where the matrix tiles read it.
 /// - A tile row that straddles two lines costs both (a 512x512x448 int8 matmul ran 28%
@@ -189,9 +199,8 @@ CopyOfA onWholeLinesAndBlocks(const at::Tensor &a, int64_t n, bool onTiles) {
   bool linesOff = (a.stride(0) * bytes) % kCacheLine != 0;
   if (!onTiles || n < kColumnsWorthACopy || (!linesOff && rows == m))
     return {a, {}};
-  int64_t pitch = (k * bytes + kCacheLine - 1) / kCacheLine * kCacheLine;
-  auto *copy = static_cast<char *>(
-      tile::runtime::threadScratch(tile::runtime::ScratchUse::AlignedA, rows * pitch));
+  auto [view, linePitch] = scratchRowsOnWholeLines(a, rows);
+  int64_t pitch = linePitch;
   const char *from = static_cast<const char *>(a.const_data_ptr());
   int64_t fromStride = a.stride(0) * bytes;
   auto writeRows = [=](char *to, int64_t first, int64_t last) {
@@ -200,8 +209,7 @@ CopyOfA onWholeLinesAndBlocks(const at::Tensor &a, int64_t n, bool onTiles) {
                             to + first * pitch, pitch);
     zeroRows(to, pitch, std::max(first, m), last);
   };
-  return {at::from_blob(copy, {rows, pitch / bytes}, {pitch / bytes, 1}, a.options()), writeRows,
-          rows * pitch};
+  return {view, writeRows, rows * pitch};
 }
 
 /// A copy of an a whose k is not contiguous (a transposed, as the x^T of a weight's
@@ -214,13 +222,10 @@ CopyOfA onWholeLinesAndBlocks(const at::Tensor &a, int64_t n, bool onTiles) {
 /// onWholeLinesAndBlocks). The copy moves M x K elements against M x N x K multiply-adds,
 /// at about 20 GB/s on two threads (torch's a.contiguous() took 4.5 times as long).
 CopyOfA rowsOfA(const at::Tensor &a, bool onTiles) {
-  constexpr int64_t kCacheLine = 64;
   int64_t m = a.size(0), k = a.size(1), bytes = a.element_size();
   int64_t rows = onTiles ? tile::binding::rowsOfWholeTileBlocks(m) : m;
-  int64_t rowBytes = k * bytes, pitch = (rowBytes + kCacheLine - 1) / kCacheLine * kCacheLine;
-  auto *copy = static_cast<char *>(
-      tile::runtime::threadScratch(tile::runtime::ScratchUse::AlignedA, rows * pitch));
-  at::Tensor rowsView = at::from_blob(copy, {rows, pitch / bytes}, {pitch / bytes, 1}, a.options());
+  auto [rowsView, linePitch] = scratchRowsOnWholeLines(a, rows);
+  int64_t rowBytes = k * bytes, pitch = linePitch;
   auto writeRows = [=](char *to, int64_t first, int64_t last) {
     int64_t inside = std::max<int64_t>(0, std::min(last, m) - first);
     if (inside > 0 && a.stride(0) == 1) {
