@@ -269,7 +269,9 @@ void tile::binding::prepareMatmul(MatmulCall &call, const char *op, const at::Te
   bool onTiles =
       cpu && tileDtype && usesMatrixTiles(target, specDtype(a.scalar_type()), unitKOfA, m);
   bool stridedB = cpu && b.stride(1) != 1 && n > 1 && k > 0;
-  bool panels = cpu && (onTiles || stridedB || packsBIntoPanels(m, n, k, b.element_size()));
+  bool panels = cpu && (onTiles || stridedB ||
+                        packsBIntoPanels(m, n, k, b.element_size(),
+                                         dotGroupOfK(target, specDtype(a.scalar_type())) > 1));
   call.op = op;
   call.rows = m;
   // A transposed a of 32 KB or more is copied in bands of rows that the launch's threads
@@ -401,7 +403,8 @@ void tile::binding::MatmulCall::specify() {
                                spec.dtypes[0], (signature[kCopies] & kCopyOfA) != 0, a.size(1));
       spec.config["packed_b"] = panelGroupFor(*target, spec.dtypes[0], unitKOfA, spec.config);
     } else if ((signature[kCopies] & kPanelsOfStridedB) ||
-               packsBIntoPanels(signature[kM], signature[kN], signature[kK], a.element_size())) {
+               packsBIntoPanels(signature[kM], signature[kN], signature[kK], a.element_size(),
+                                dotGroupOfK(*target, spec.dtypes[0]) > 1)) {
       spec.config["packed_b"] = panelGroupFor(*target, spec.dtypes[0], unitKOfA, spec.config);
     }
   }
@@ -412,7 +415,8 @@ void tile::binding::MatmulCall::specify() {
               signature[kN], " result needs more than 2**31 program instances");
 }
 
-bool tile::binding::packsBIntoPanels(int64_t m, int64_t n, int64_t k, int64_t elementBytes) {
+bool tile::binding::packsBIntoPanels(int64_t m, int64_t n, int64_t k, int64_t elementBytes,
+                                     bool groupsOfK) {
   // Measured on a 2-core znver4 (panels against b as given, same process, interleaved):
   // - b of 4 MB and more, past the L2: f32 1.07x at 1024^3, 1.11x at 2048^3, 1.40x at
   //   4096^3, 1.13-1.79x with M from 64 to 512 at K = N = 4096; bf16 1.02-1.09x at 2048^3
@@ -436,6 +440,12 @@ bool tile::binding::packsBIntoPanels(int64_t m, int64_t n, int64_t k, int64_t el
   //   0.85-0.93x, 176^3 0.57-0.58 -> 0.73-0.74x, 240^3 0.57-0.58 -> 0.87-1.00x, 144^3
   //   0.66-0.68 -> 0.79x; 96^3 and 160^3 (whole 32-column blocks) lost with them (1.07 ->
   //   0.84x) and keep b as given.
+  // - Where the host's dot-product instruction takes b's k in groups (vdpbf16ps: bf16
+  //   pairs, vpdpbusd: int8 quads), b read in place has each group's rows interleaved by
+  //   the kernel at every block: on a 2-core znver5 (against torch, 2 threads) panels took
+  //   int8 256^3 0.53 -> 0.90x, 500^3 0.13 -> 0.81x, 1000^3 0.17 -> 0.79x, 64x512x512
+  //   0.69 -> 1.05x, bf16 500^3 0.28 -> 0.96x, 1000^3 0.36 -> 1.06x, 1024^3 0.61 ->
+  //   1.17x. Below 64 rows they lost there too (bf16 32x1024x1024 1.31 -> 1.00x).
   // The copy moves K*N elements against M*N*K multiply-adds: too few rows of a (M < 64)
   // do not repay it.
   constexpr int64_t kRowsWorthPanels = 64, kPastTheL2 = int64_t(4) << 20;
@@ -444,6 +454,8 @@ bool tile::binding::packsBIntoPanels(int64_t m, int64_t n, int64_t k, int64_t el
   int64_t bytes = k * n * elementBytes;
   if (m < kRowsWorthPanels)
     return false;
+  if (groupsOfK)
+    return true;
   constexpr int64_t kEdgeFreeColumns = 32;
   bool f32 = elementBytes == 4;
   return bytes >= kPastTheL2 || (f32 && n * elementBytes >= kConflictingPitch) ||
@@ -460,13 +472,17 @@ bool tile::binding::usesMatrixTiles(const Target &target, const std::string &inp
   return hasCpuMatrixTiles(target, inputDtype) && unitKOfA && m >= kRowsWorthTiles;
 }
 
+int64_t tile::binding::dotGroupOfK(const Target &target, const std::string &inputDtype) {
+  return inputDtype == "bf16" && target.hasFeature("avx512bf16") ? 2
+         : inputDtype == "i8" && target.hasFeature("avx512vnni") ? 4
+                                                                 : 1;
+}
+
 int64_t tile::binding::panelGroupFor(const Target &target, const std::string &inputDtype,
                                      bool unitKOfA, const std::map<std::string, int64_t> &config) {
   // The kernel's dot takes 16 lanes of 32 bits at a time, and a block's k whole groups.
   constexpr int64_t kDotLanes = 16;
-  int64_t group = inputDtype == "bf16" && target.hasFeature("avx512bf16") ? 2
-                  : inputDtype == "i8" && target.hasFeature("avx512vnni") ? 4
-                                                                          : 1;
+  int64_t group = dotGroupOfK(target, inputDtype);
   if (!unitKOfA || config.at("BLOCK_N") % kDotLanes != 0 || config.at("BLOCK_K") % group != 0)
     return 1;
   return group;

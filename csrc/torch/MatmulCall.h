@@ -80,8 +80,14 @@ void prepareMatmul(MatmulCall &call, const char *op, const at::Tensor &a, const 
                    bool contiguousRowsOfB, bool termsOfHalves = false);
 
 /// Whether the CPU kernel of a call reads b from a copy in panels (see PanelPacking.h):
-/// where the call is large enough to repay the copy, whatever b's layout.
-bool packsBIntoPanels(int64_t m, int64_t n, int64_t k, int64_t elementBytes);
+/// where the call is large enough to repay the copy, whatever b's layout. `groupsOfK`: the
+/// host's dot-product instruction takes b's k in groups for this dtype (dotGroupOfK).
+bool packsBIntoPanels(int64_t m, int64_t n, int64_t k, int64_t elementBytes, bool groupsOfK);
+
+/// The k per group that the host's vector dot-product instruction takes from b for this
+/// dtype: 2 for bfloat16 with AVX512-BF16 (vdpbf16ps), 4 for int8 with AVX512-VNNI
+/// (vpdpbusd), 1 otherwise.
+int64_t dotGroupOfK(const Target &target, const std::string &inputDtype);
 
 /// The rows a call on the matrix tiles runs: M up to a whole number of 64-row blocks (the
 /// largest BLOCK_M there), so that no block row stages its rows of a. The copy of a that
