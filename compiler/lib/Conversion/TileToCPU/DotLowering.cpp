@@ -378,9 +378,16 @@ SmallVector<Value> groupedMicrokernel(OpBuilder &b, Location loc, const OperandV
                                  vector::BroadcastOp::create(b, loc, laneType, bound));
   };
   Value flipSigns = arith::ConstantIntOp::create(b, loc, i32, 0x80808080);
+  // vpdpbusd takes one side unsigned. At the edges that is a + 128 (a's sign bits
+  // flipped), and 128 times each column's sum of b comes off at the end: one more
+  // instruction per 16 lanes of b at every group of k, a quarter of a 4-row block's
+  // products. Full blocks flip b's signs instead, and 128 times each row's sum of a comes
+  // off: a few instructions per row after the loop, over a's row as it stays in L1.
+  bool flipB = dot.offsetA && fullBlocks;
+  bool offsetA = dot.offsetA && !flipB;
   // Running 128 * sum of b per column, for vpdpbusd's offset a.
   SmallVector<Value> carried(accRows);
-  if (dot.offsetA)
+  if (offsetA)
     for (int64_t c = 0; c < chunks; ++c)
       carried.push_back(arith::ConstantOp::create(b, loc, chunkType, b.getZeroAttr(chunkType)));
   // The group's rows of b joined two by two until two halves remain, then interleaved:
@@ -478,22 +485,29 @@ SmallVector<Value> groupedMicrokernel(OpBuilder &b, Location loc, const OperandV
       b, loc, i64Constant(b, loc, 0), end, i64Constant(b, loc, g), carried,
       [&](OpBuilder &b, Location loc, Value kk, ValueRange state) {
         SmallVector<Value> bGroups = bGroupsAt(b, loc, kk);
+        if (flipB) {
+          Value signs = words(b, loc, vector::BroadcastOp::create(b, loc, wordsType, flipSigns));
+          for (Value &bGroup : bGroups)
+            bGroup = arith::XOrIOp::create(b, loc, bGroup, signs);
+        }
         SmallVector<Value> next;
         for (int64_t i = 0; i < int64_t(accRows.size()); ++i) {
           Value group = aWordAt(b, loc, i, kk);
-          if (dot.offsetA)
+          if (offsetA)
             group = arith::XOrIOp::create(b, loc, group, flipSigns);
           Value aGroups = words(b, loc, vector::BroadcastOp::create(b, loc, wordsType, group));
           Value result = state[i];
           for (auto [c, bGroup] : llvm::enumerate(bGroups)) {
             int64_t first = int64_t(c) * kDotLanes;
-            Value sum = dotProduct(b, loc, slice(b, loc, result, first, kDotLanes), aGroups, bGroup);
+            Value acc = slice(b, loc, result, first, kDotLanes);
+            Value sum = flipB ? dotProduct(b, loc, acc, bGroup, aGroups)
+                              : dotProduct(b, loc, acc, aGroups, bGroup);
             result = vector::InsertStridedSliceOp::create(b, loc, sum, result, ArrayRef<int64_t>{first},
                                                           ArrayRef<int64_t>{1});
           }
           next.push_back(result);
         }
-        if (dot.offsetA) {
+        if (offsetA) {
           Value offsets = words(b, loc, vector::BroadcastOp::create(b, loc, wordsType, flipSigns));
           for (auto [c, bGroup] : llvm::enumerate(bGroups))
             next.push_back(dotProduct(b, loc, state[accRows.size() + c], offsets, bGroup));
@@ -501,7 +515,46 @@ SmallVector<Value> groupedMicrokernel(OpBuilder &b, Location loc, const OperandV
         scf::YieldOp::create(b, loc, next);
       });
   SmallVector<Value> rows(loop.getResults().take_front(accRows.size()));
-  if (dot.offsetA)
+  if (flipB) {
+    // Row i's sum of a over the block's k, 64 bytes at a time by the same instruction
+    // against ones, then times 128 off every lane of the row.
+    constexpr int64_t kBytesPerDot = 4 * kDotLanes;
+    Value ones =
+        words(b, loc,
+              vector::BroadcastOp::create(b, loc, wordsType,
+                                          arith::ConstantIntOp::create(b, loc, i32, 0x01010101)));
+    Value zeroWords = arith::ConstantOp::create(b, loc, chunkType, b.getZeroAttr(chunkType));
+    for (auto [i, row] : llvm::enumerate(rows)) {
+      Value rowStart = arith::MulIOp::create(b, loc, i64Constant(b, loc, int64_t(i)), a.rowStride);
+      Value sums = zeroWords;
+      for (int64_t first = 0; first < k; first += kBytesPerDot) {
+        Value ptr = LLVM::GEPOp::create(b, loc, ptrType, a.element, a.base,
+                                        ArrayRef<LLVM::GEPArg>{Value(arith::AddIOp::create(
+                                            b, loc, rowStart, i64Constant(b, loc, first)))});
+        Value bytes;
+        if (first + kBytesPerDot <= k) {
+          bytes = LLVM::LoadOp::create(b, loc, operandBitsType, ptr, align);
+        } else {
+          auto kept = llvm::to_vector(llvm::map_range(
+              llvm::seq<int64_t>(0, kBytesPerDot), [&](int64_t lane) { return first + lane < k; }));
+          Value on = arith::ConstantOp::create(
+              b, loc,
+              DenseElementsAttr::get(VectorType::get({kBytesPerDot}, b.getI1Type()),
+                                     ArrayRef<bool>(kept)));
+          Value zero =
+              arith::ConstantOp::create(b, loc, operandBitsType, b.getZeroAttr(operandBitsType));
+          bytes = LLVM::MaskedLoadOp::create(b, loc, operandBitsType, ptr, on, zero, align);
+        }
+        sums = dotProduct(b, loc, sums, ones, words(b, loc, bytes));
+      }
+      Value sum = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, sums);
+      Value offset =
+          arith::ShLIOp::create(b, loc, sum, arith::ConstantIntOp::create(b, loc, i32, 7));
+      row =
+          arith::SubIOp::create(b, loc, row, vector::BroadcastOp::create(b, loc, rowType, offset));
+    }
+  }
+  if (offsetA)
     for (Value &row : rows)
       for (int64_t c = 0; c < chunks; ++c) {
         Value corrected = arith::SubIOp::create(b, loc, slice(b, loc, row, c * kDotLanes, kDotLanes),
