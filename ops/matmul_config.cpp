@@ -38,15 +38,20 @@ int64_t roundUpTo(int64_t value, int64_t multiple) {
 /// 4096^3 and 4096x256x4096 but 8% slower at 16384x1024x4096, where a column's rows of a
 /// (256 MB) outgrow the L3.
 ///
-/// BLOCK_K: up to 256 k, and 1024 for int8 (the same kilobyte of each row of a): its
-/// vpdpbusd blocks then sum a's rows and store their results a quarter as often (2-core
-/// znver5, against _int_mm, interleaved: 2048^3 0.915 -> 0.963x, 1024x1024x4096 0.942 ->
-/// 0.970x, 1024^3 +2.5%); bfloat16 gained nothing from 512.
+///
+/// BLOCK_K: the power of two at or below k, up to 256. int8 takes all of k up to 1024 (the
+/// kilobyte of a's rows that float32's 256 k take) as one chunk, the power of two at or
+/// above it: its vpdpbusd blocks then sum a's rows and store their results once (2-core
+/// znver5, against _int_mm, interleaved, 256 -> 1024: 2048^3 0.915 -> 0.963x,
+/// 1024x1024x4096 0.942 -> 0.970x, 1000^3 0.880 -> 0.929x, 768^3 0.903 -> 0.964x, 320^3
+/// 0.829 -> 0.871x, 500^3 0.997 -> 1.018x); bfloat16 gained nothing from 512.
 std::map<std::string, int64_t> cpuConfig(const Target &target, int64_t n, int64_t k,
                                          const std::string &inputDtype) {
   bool avx512 = target.hasFeature("avx512f");
-  int64_t blockK = std::clamp<int64_t>(k, 16, inputDtype == "i8" ? 1024 : 256);
+  int64_t blockK = std::clamp<int64_t>(k, 16, 256);
   blockK = int64_t(1) << (63 - __builtin_clzll(uint64_t(blockK))); // a power of two <= k
+  if (inputDtype == "i8")
+    blockK = int64_t(1) << (64 - __builtin_clzll(uint64_t(std::clamp<int64_t>(k, 16, 1024) - 1)));
   constexpr int64_t kRowsPerGroup = 1024;
   int64_t blockM = avx512 ? 4 : 8, blockN = avx512 ? 64 : 16;
   // Where N leaves a 64-wide block column mostly past the matrix and 32-wide ones do not

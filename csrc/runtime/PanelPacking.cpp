@@ -146,6 +146,11 @@ void packGrouped(const Element *from, int64_t rowStride, int64_t colStride,
       for (int64_t p = first; p < last; ++p) {
         int64_t columns = std::min(width, layout.cols - p * width);
         Element *out = to + p * layout.panelStride() + group * width * g;
+        // Rows of groups past b's (the panel's rows are whole tiles' 16) are zeros.
+        if (valid <= 0) {
+          std::memset(out, 0, size_t(width * g) * sizeof(Element));
+          continue;
+        }
         const Element *in = from + p * width * colStride + group * g * rowStride;
         if (colStride == 1 && valid == g && sizeof(Element) * g == sizeof(uint32_t)) {
           auto *words = reinterpret_cast<uint32_t *>(out);
