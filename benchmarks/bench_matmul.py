@@ -12,7 +12,7 @@ and the dispatch alike, not Python's op-packet layer.
 
 Shapes are (M, N, K): a is M x K, b is K x N. Runs on CUDA when torch sees a GPU, else on
 the CPU. Prints a table, writes results/bench_matmul_<device>_<dtype>[_<layout>][_autotuned]
-[_quick].json and .png (the layout where it is not nn). FLOPs per call: 2*M*N*K (leaky_relu's M*N are not counted). The unfused
+[_quick][_<tag>].json and .png (the layout where it is not nn; --tag names the machine). FLOPs per call: 2*M*N*K (leaky_relu's M*N are not counted). The unfused
 baseline applies leaky_relu in place, torch's cheapest way without fusion. --dtype int8
 (CPU only): int8 -> int32 against torch._int_mm and against torch's float32 matmul of the
 same values, with no fused op.
@@ -103,6 +103,8 @@ def parse_args():
     parser.add_argument("--max-call-seconds", type=float, default=15.0,
                         help="skip shapes predicted to need longer than this per call")
     parser.add_argument("--threads", type=int, help="torch.set_num_threads before running")
+    parser.add_argument("--tag", help="appended to the record's name (results/bench_matmul_..._<tag>.*), "
+                        "to keep the records of several machines apart")
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: small shapes only, few samples (CPU: short budget)")
     parser.add_argument("--autotune", action="store_true",
@@ -621,7 +623,8 @@ def main():
     quick = "_quick" if args.quick else ""
     mma_sync = "_triton_mma_sync" if device.type == "cuda" and args.triton_mma_sync else ""
     layout = "" if args.layout == "nn" else f"_{args.layout}"
-    name = f"bench_matmul_{device.type}_{args.dtype}{layout}{tuned}{quick}{mma_sync}"
+    tag = f"_{args.tag}" if args.tag else ""
+    name = f"bench_matmul_{device.type}_{args.dtype}{layout}{tuned}{quick}{mma_sync}{tag}"
     json_path = write_results(name, device, rows, plot)
     # What common.write_results does not record: the settings that shaped the rows.
     record = json.loads(json_path.read_text())
