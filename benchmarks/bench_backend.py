@@ -61,6 +61,8 @@ def parse_args():
     parser.add_argument("--budget", type=float, default=1.0,
                         help="seconds of timed calls per measurement, at least 10 calls")
     parser.add_argument("--threads", type=int, help="torch.set_num_threads before running")
+    parser.add_argument("--tag", help="appended to the record's name, to keep the records of "
+                        "several machines apart")
     return parser.parse_args()
 
 
@@ -186,6 +188,8 @@ def main():
     suffix = "_no_first_bias" if args.no_first_bias else ""
     if args.backend_matmul != "always":
         suffix += f"_{args.backend_matmul}"
+    if args.tag:
+        suffix += f"_{args.tag}"
     json_path = write_results(f"bench_backend_{device.type}_{args.dtype}{suffix}", device,
                               rows, plot)
     record = json.loads(json_path.read_text())
