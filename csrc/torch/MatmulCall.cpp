@@ -445,13 +445,19 @@ bool tile::binding::packsBIntoPanels(int64_t m, int64_t n, int64_t k, int64_t el
   //   the kernel at every block: on a 2-core znver5 (against torch, 2 threads) panels took
   //   int8 256^3 0.53 -> 0.90x, 500^3 0.13 -> 0.81x, 1000^3 0.17 -> 0.79x, 64x512x512
   //   0.69 -> 1.05x, bf16 500^3 0.28 -> 0.96x, 1000^3 0.36 -> 1.06x, 1024^3 0.61 ->
-  //   1.17x. Below 64 rows they lost there too (bf16 32x1024x1024 1.31 -> 1.00x).
+  //   1.17x. Below 64 rows they lost there too (bf16 32x1024x1024 1.31 -> 1.00x), except
+  //   past the L2, where each of a few blocks' walks down b's rows takes a TLB miss per
+  //   row (int8 1x4096x4096 0.75 -> 0.97x, 16x4096x4096 0.41 -> 1.08x, 32x4096x4096 0.24
+  //   -> 1.00x, 16x2048x2048 0.62 -> 1.11x; bf16 16x2048x2048 0.60 -> 1.25x,
+  //   32x4096x4096 0.58 -> 0.77x, 16x4096x4096 0.90 -> 0.79x).
   // The copy moves K*N elements against M*N*K multiply-adds: too few rows of a (M < 64)
-  // do not repay it.
+  // do not repay it, but for grouped b past the L2.
   constexpr int64_t kRowsWorthPanels = 64, kPastTheL2 = int64_t(4) << 20;
   constexpr int64_t kInt8Rows = 512, kInt8Bytes = int64_t(256) << 10;
   constexpr int64_t kConflictingPitch = 2048;
   int64_t bytes = k * n * elementBytes;
+  if (groupsOfK && bytes >= kPastTheL2)
+    return true;
   if (m < kRowsWorthPanels)
     return false;
   if (groupsOfK)

@@ -449,12 +449,13 @@ def test_far_apart_rows_of_b_are_read_from_panels(tmp_path):
 
 
 @pytest.mark.parametrize("op, pair", [p for p in OP_PAIRS if p.values[1].inputs in (torch.bfloat16, torch.int8)])
-@pytest.mark.parametrize("shape", [(64, 96, 100), (200, 130, 500)])
+@pytest.mark.parametrize("shape", [(64, 96, 100), (200, 130, 500), (13, 2048, 2048)])
 def test_groups_of_k_are_read_from_panels_at_any_size(op, pair, shape, tmp_path):
     # Where the host's dot-product instruction takes b's k in groups (vdpbf16ps: bfloat16
     # pairs, vpdpbusd: int8 quads), b read in place would have its rows interleaved by the
     # kernel at every block: from 64 rows of a, b is copied into grouped panels however
-    # small it is, ragged in every dimension.
+    # small it is, ragged in every dimension; with fewer rows, where b is past the L2
+    # (4 MB).
     group = expected_panel_group(pair.inputs)
     a, b = random_inputs(shape, pair.inputs)
     with torch_tile.config.patch(dump_dir=tmp_path):
