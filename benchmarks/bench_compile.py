@@ -114,6 +114,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--repeats", type=int, default=3, help="fresh processes per measure")
+    parser.add_argument("--tag", help="appended to the record's name, to keep the records of "
+                        "several machines apart")
     args = parser.parse_args()
 
     rows = []
@@ -161,7 +163,8 @@ def main():
         axis.set_xticks(list(xs), [r["op"] for r in rows], rotation=30, ha="right", fontsize=7)
         axis.set_ylabel("ms")
 
-    path = write_results(f"bench_compile_{args.device}", torch.device(args.device), rows, plot)
+    tag = f"_{args.tag}" if args.tag else ""
+    path = write_results(f"bench_compile_{args.device}{tag}", torch.device(args.device), rows, plot)
     print(f"wrote {path} and {path.with_suffix('.png').name}")
 
 
