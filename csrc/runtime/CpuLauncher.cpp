@@ -1,7 +1,11 @@
 #include "runtime/CpuLauncher.h"
 
 #include <algorithm>
+#include <atomic>
+#include <memory>
 #include <stdexcept>
+#include <string>
+#include <thread>
 
 using namespace tile::runtime;
 
@@ -43,17 +47,82 @@ void tile::runtime::launchCpuInRowBands(const LoadedKernel &kernel, void **args,
 
 void tile::runtime::launchCpuInColumnBands(
     const LoadedKernel &kernel, void **args, int64_t rowBlocks, int64_t colBlocks, int64_t grain,
-    const std::function<void(int64_t, int64_t, void **)> &prepare, const ParallelFor &parallelFor) {
+    const std::function<void(void **)> &prepare,
+    const std::function<void(int64_t, int64_t)> &writeColumns, const ParallelFor &parallelFor) {
   if (!kernel.cpuEntry)
     throw std::logic_error("kernel " + kernel.spec + " was not compiled for the CPU");
-  if (rowBlocks < 0 || colBlocks < 0 || rowBlocks * colBlocks > INT32_MAX)
+  if (rowBlocks < 1 || colBlocks < 0 || rowBlocks * colBlocks > INT32_MAX)
     throw std::invalid_argument("bad column bands of a grid");
   CpuEntry entry = kernel.cpuEntry;
   int32_t programs = int32_t(rowBlocks * colBlocks);
-  parallelFor(0, colBlocks, std::max<int64_t>(grain, 1), [&](int64_t first, int64_t last) {
+  // Per column, the task that claimed it (its first program + 1; 0: none yet) and its
+  // phase. A task claims the unclaimed columns of its range and writes them before it
+  // runs any program or waits for anything; it then runs its own columns, and last those
+  // another task claimed, waiting for any still being written. A wait is thus only ever on
+  // a write that waits on nothing: no order of the tasks, nor one thread running them all,
+  // can deadlock.
+  enum : int64_t { kWriting = 1, kWritten = 2, kFailed = 3 };
+  thread_local std::unique_ptr<std::atomic<int64_t>[]> kept;
+  thread_local int64_t keptColumns = 0;
+  if (colBlocks > keptColumns) {
+    kept.reset(new std::atomic<int64_t>[size_t(colBlocks)]);
+    keptColumns = colBlocks;
+  }
+  std::atomic<int64_t> *state = kept.get();
+  for (int64_t c = 0; c < colBlocks; ++c)
+    state[c].store(0, std::memory_order_relaxed);
+  parallelFor(0, programs, std::max<int64_t>(grain, 1), [&](int64_t first, int64_t last) {
+    int64_t me = (first + 1) << 2, firstColumn = first / rowBlocks;
+    int64_t lastColumn = (last + rowBlocks - 1) / rowBlocks;
+    auto mine = [&](int64_t c) {
+      return (state[c].load(std::memory_order_acquire) & ~int64_t(3)) == me;
+    };
+    for (int64_t c = firstColumn; c < lastColumn; ++c) {
+      int64_t none = 0;
+      state[c].compare_exchange_strong(none, me | kWriting, std::memory_order_acq_rel);
+    }
+    // Each run of claimed columns in one write (several panels abreast read b's rows in
+    // longer runs).
+    for (int64_t c = firstColumn; c < lastColumn;) {
+      if (!mine(c)) {
+        ++c;
+        continue;
+      }
+      int64_t end = c + 1;
+      while (end < lastColumn && mine(end))
+        ++end;
+      try {
+        writeColumns(c, end);
+      } catch (...) {
+        for (int64_t f = c; f < lastColumn; ++f)
+          if (mine(f))
+            state[f].store(me | kFailed, std::memory_order_release);
+        throw;
+      }
+      for (int64_t w = c; w < end; ++w)
+        state[w].store(me | kWritten, std::memory_order_release);
+      c = end;
+    }
     void *own[kArgumentSlots];
     std::copy(args, args + kArgumentSlots, own);
-    prepare(first, last, own);
-    entry(own, first * rowBlocks, last * rowBlocks, programs, 1, 1);
+    prepare(own);
+    auto run = [&](int64_t c) {
+      entry(own, std::max(first, c * rowBlocks), std::min(last, (c + 1) * rowBlocks), programs, 1,
+            1);
+    };
+    for (int64_t c = firstColumn; c < lastColumn; ++c)
+      if (mine(c))
+        run(c);
+    for (int64_t c = firstColumn; c < lastColumn; ++c) {
+      if (mine(c))
+        continue;
+      int64_t seen;
+      while (((seen = state[c].load(std::memory_order_acquire)) & 3) == kWriting)
+        std::this_thread::yield();
+      if ((seen & 3) == kFailed)
+        throw std::runtime_error("the operands of block column " + std::to_string(c) +
+                                 " could not be written");
+      run(c);
+    }
   });
 }

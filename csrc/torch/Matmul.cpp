@@ -147,7 +147,10 @@ at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
   // task writes one of its own first. One parallel region, no barrier: the panels in a
   // region of their own cost a wake-up of the threads more (2 threads, int8, tile's time
   // over _int_mm's in four alternations: 256^3 1.155 -> 1.08, 320^3 1.25 -> 1.15, 384^3
-  // 1.20 -> 1.165).
+  // 1.20 -> 1.165). The tasks split the programs evenly, a column where the split falls
+  // inside one shared: in whole columns, 5 columns (int8 320^3 in 64-column blocks) had
+  // split 3:2 (2-core znver5 against _int_mm: 320^3 0.85 -> 1.00x, 448^3 0.88 -> 0.97x,
+  // 192^3 0.78 -> 0.90x).
   auto tasksWriteTheirOwnOperands = [&](const LaunchPlan &plan) {
     if (plan.rowBlocks <= 0 || threads <= 1 || plan.programs <= plan.grain)
       return false;
@@ -160,18 +163,19 @@ at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
     bool copyOfA = !aCopyWritten;
     auto layout = panelLayoutFor(plan, panels);
     tile::runtime::launchCpuInColumnBands(
-        *plan.kernel, call.args(), rowBlocks, plan.programs / rowBlocks,
-        (plan.grain + rowBlocks - 1) / rowBlocks,
-        [&](int64_t firstColumn, int64_t lastColumn, void **args) {
-          if (copyOfA) {
-            auto *own = static_cast<char *>(
-                tile::runtime::threadScratch(tile::runtime::ScratchUse::AlignedA, call.aCopyBytes));
-            call.writeRowsOfA(own, 0, rows);
-            // The kernel's first argument points at a's data pointer.
-            thread_local const void *ownA;
-            ownA = own;
-            args[0] = &ownA;
-          }
+        *plan.kernel, call.args(), rowBlocks, plan.programs / rowBlocks, plan.grain,
+        [&](void **args) {
+          if (!copyOfA)
+            return;
+          auto *own = static_cast<char *>(
+              tile::runtime::threadScratch(tile::runtime::ScratchUse::AlignedA, call.aCopyBytes));
+          call.writeRowsOfA(own, 0, rows);
+          // The kernel's first argument points at a's data pointer.
+          thread_local const void *ownA;
+          ownA = own;
+          args[0] = &ownA;
+        },
+        [&](int64_t firstColumn, int64_t lastColumn) {
           if (layout)
             tile::binding::packBPanelRange(call, *layout, panels, firstColumn, lastColumn);
         },

@@ -9,7 +9,9 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 
+#include <algorithm>
 #include <gtest/gtest.h>
+#include <mutex>
 
 #include <cstring>
 #include <random>
@@ -282,6 +284,76 @@ TEST(Compiler, RowBandLaunchRunsEachProgramOnceEachTaskItsRows) {
     }
   for (int64_t program = 0; program < 21; ++program)
     EXPECT_EQ(runs[program], 1) << "program " << program;
+}
+
+// What a column-band launch did: per block column, the writes that covered it, and per
+// program, its runs and whether its column had been written before it ran.
+std::mutex columnBandMutex;
+std::vector<int> columnWrites, programRuns, programsBeforeTheirColumn;
+constexpr int64_t kBandRows = 4, kBandColumns = 5;
+
+void recordColumnBand(void **, int64_t begin, int64_t end, int32_t gx, int32_t gy, int32_t gz) {
+  ASSERT_EQ(gx, kBandRows * kBandColumns);
+  ASSERT_EQ(gy * gz, 1);
+  std::lock_guard<std::mutex> lock(columnBandMutex);
+  ASSERT_EQ(begin / kBandRows, (end - 1) / kBandRows) << "a call crossed a column";
+  for (int64_t program = begin; program < end; ++program) {
+    ++programRuns[size_t(program)];
+    if (columnWrites[size_t(program / kBandRows)] == 0)
+      ++programsBeforeTheirColumn[size_t(program)];
+  }
+}
+
+TEST(Compiler, ColumnBandLaunchWritesEachColumnOnceBeforeItsPrograms) {
+  // 5 block columns of 4 block rows in two tasks of 10 programs: the split falls inside
+  // column 2, which one task writes and both run. Every program runs once, after its
+  // column's one write, whether the tasks run on threads or on one thread, in either order.
+  runtime::LoadedKernel kernel;
+  kernel.cpuEntry = recordColumnBand;
+  auto tasksOf = [](bool threads, bool reversed) {
+    return [threads, reversed](int64_t begin, int64_t end, int64_t grain,
+                               const std::function<void(int64_t, int64_t)> &body) {
+      std::vector<std::pair<int64_t, int64_t>> tasks;
+      for (int64_t start = begin; start < end; start += grain)
+        tasks.push_back({start, std::min(end, start + grain)});
+      if (reversed)
+        std::reverse(tasks.begin(), tasks.end());
+      std::vector<std::thread> running;
+      for (auto [first, last] : tasks)
+        if (threads)
+          running.emplace_back(body, first, last);
+        else
+          body(first, last);
+      for (auto &thread : running)
+        thread.join();
+    };
+  };
+  for (bool threads : {false, true})
+    for (bool reversed : {false, true}) {
+      columnWrites.assign(kBandColumns, 0);
+      programRuns.assign(kBandRows * kBandColumns, 0);
+      programsBeforeTheirColumn.assign(kBandRows * kBandColumns, 0);
+      int prepared = 0;
+      void *args[runtime::kArgumentSlots] = {};
+      runtime::launchCpuInColumnBands(
+          kernel, args, kBandRows, kBandColumns, 10,
+          [&](void **) {
+            std::lock_guard<std::mutex> lock(columnBandMutex);
+            ++prepared;
+          },
+          [&](int64_t first, int64_t last) {
+            std::lock_guard<std::mutex> lock(columnBandMutex);
+            for (int64_t column = first; column < last; ++column)
+              ++columnWrites[size_t(column)];
+          },
+          tasksOf(threads, reversed));
+      SCOPED_TRACE(std::string(threads ? "threads" : "one thread") +
+                   (reversed ? ", reversed" : ""));
+      EXPECT_EQ(prepared, 2);
+      EXPECT_EQ(columnWrites, std::vector<int>(kBandColumns, 1));
+      EXPECT_EQ(programRuns, std::vector<int>(kBandRows * kBandColumns, 1));
+      EXPECT_EQ(programsBeforeTheirColumn, std::vector<int>(kBandRows * kBandColumns, 0));
+    }
 }
 
 TEST(Compiler, KeepsEveryStageInOrder) {
