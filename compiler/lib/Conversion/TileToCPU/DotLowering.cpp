@@ -756,9 +756,13 @@ struct DotLowering : OpConversionPattern<DotOp> {
     // k) had taken.
     auto eq = [&](Value x, int64_t y) { return equals(rewriter, loc, x, y); };
     int64_t g = instruction.group;
-    Value kCount = arith::MinSIOp::create(
-        rewriter, loc, a.validCols,
-        arith::MulIOp::create(rewriter, loc, b.validRows, i64Constant(rewriter, loc, g)));
+    // (Never below zero: the row sums divide it unsigned.)
+    Value kCount = arith::MaxSIOp::create(
+        rewriter, loc,
+        arith::MinSIOp::create(
+            rewriter, loc, a.validCols,
+            arith::MulIOp::create(rewriter, loc, b.validRows, i64Constant(rewriter, loc, g))),
+        i64Constant(rewriter, loc, 0));
     Value wholeGroups =
         eq(arith::RemSIOp::create(rewriter, loc, kCount, i64Constant(rewriter, loc, g)), 0);
     Value full = eq(a.validRows, m);
