@@ -314,6 +314,14 @@ def specs_compiled(dump_dir):
     return [p.read_text() for p in dump_dir.glob("cpu-*/matmul*/spec.txt")]
 
 
+def checked_specs(op, a, b, pair, dump_dir):
+    """The specs of the kernels a checked call compiles from a fresh kernel cache."""
+    with torch_tile.config.patch(dump_dir=dump_dir):
+        torch_tile.runtime.clear_cache()
+        check(op, a, b, pair)
+    return specs_compiled(dump_dir)
+
+
 def cpu_flags():
     try:
         with open("/proc/cpuinfo") as info:
@@ -364,10 +372,7 @@ def test_large_b_is_read_from_panels(op, pair, layout, tmp_path):
         a, b = random_inputs(shape, pair.inputs)
     else:
         a, b = strided_inputs(layout, shape, pair.inputs)
-    with torch_tile.config.patch(dump_dir=tmp_path):
-        torch_tile.runtime.clear_cache()
-        check(op, a, b, pair)
-    specs = specs_compiled(tmp_path)
+    specs = checked_specs(op, a, b, pair, tmp_path)
     group = expected_panel_group(pair.inputs)
     assert specs and all(f"packed_b={group}" in spec for spec in specs), specs
 
@@ -400,10 +405,7 @@ def test_int8_k_of_whole_tile_steps_runs_as_one_chunk(op, pair, shape, block_k, 
     # steps past K the kernel skips. K = 500 with 400 columns: a is copied onto whole cache
     # lines, zeros past k, and the kernel runs K = 512. Ragged M and N.
     a, b = random_inputs(shape, pair.inputs)
-    with torch_tile.config.patch(dump_dir=tmp_path):
-        torch_tile.runtime.clear_cache()
-        check(op, a, b, pair)
-    specs = specs_compiled(tmp_path)
+    specs = checked_specs(op, a, b, pair, tmp_path)
     assert specs
     if "AMX-INT8" in torch_tile.runtime.host_matrix_units():
         assert all(f"BLOCK_K={block_k}," in spec and "BLOCK_M=32," in spec for spec in specs), specs
@@ -415,10 +417,7 @@ def test_large_blocks_of_matrix_tiles(op, pair, tmp_path):
     # (2x2 sub-blocks of tiles sharing their rows of a and b), elsewhere the vector
     # kernel; ragged in every dimension, K past one BLOCK_K.
     a, b = random_inputs((1030, 1041, 1100), pair.inputs)
-    with torch_tile.config.patch(dump_dir=tmp_path):
-        torch_tile.runtime.clear_cache()
-        check(op, a, b, pair)
-    specs = specs_compiled(tmp_path)
+    specs = checked_specs(op, a, b, pair, tmp_path)
     amx = ("AMX-BF16" if pair.inputs == torch.bfloat16 else "AMX-INT8") in torch_tile.runtime.host_matrix_units()
     assert specs and all(("BLOCK_M=64" in spec) == amx for spec in specs), specs
 
@@ -441,10 +440,7 @@ def test_far_apart_rows_of_b_are_read_from_panels(tmp_path):
     pair = PAIRS[0].values[0]
     assert pair.inputs == torch.float32
     a, b = random_inputs((67, 517, 203), pair.inputs)
-    with torch_tile.config.patch(dump_dir=tmp_path):
-        torch_tile.runtime.clear_cache()
-        check("matmul", a, b, pair)
-    specs = specs_compiled(tmp_path)
+    specs = checked_specs("matmul", a, b, pair, tmp_path)
     assert specs and all("packed_b=1" in spec for spec in specs), specs
 
 
@@ -458,10 +454,7 @@ def test_groups_of_k_are_read_from_panels_at_any_size(op, pair, shape, tmp_path)
     # (4 MB).
     group = expected_panel_group(pair.inputs)
     a, b = random_inputs(shape, pair.inputs)
-    with torch_tile.config.patch(dump_dir=tmp_path):
-        torch_tile.runtime.clear_cache()
-        check(op, a, b, pair)
-    specs = specs_compiled(tmp_path)
+    specs = checked_specs(op, a, b, pair, tmp_path)
     assert specs
     if group > 1:
         assert all(f"packed_b={group}" in spec for spec in specs), specs
@@ -558,10 +551,7 @@ def test_small_b_is_read_in_place_where_its_rows_are_whole_cache_lines(n, packed
     # edge column either way.
     pair = PAIRS[0].values[0]
     a, b = random_inputs((67, n, 255), pair.inputs)
-    with torch_tile.config.patch(dump_dir=tmp_path):
-        torch_tile.runtime.clear_cache()
-        check("matmul", a, b, pair)
-    specs = specs_compiled(tmp_path)
+    specs = checked_specs("matmul", a, b, pair, tmp_path)
     assert specs and all(("packed_b=1" in spec) == packed for spec in specs), specs
 
 
