@@ -456,12 +456,10 @@ bool tile::binding::packsBIntoPanels(int64_t m, int64_t n, int64_t k, int64_t el
   constexpr int64_t kInt8Rows = 512, kInt8Bytes = int64_t(256) << 10;
   constexpr int64_t kConflictingPitch = 2048;
   int64_t bytes = k * n * elementBytes;
-  if (groupsOfK && bytes >= kPastTheL2)
-    return true;
+  if (groupsOfK)
+    return m >= kRowsWorthPanels || bytes >= kPastTheL2;
   if (m < kRowsWorthPanels)
     return false;
-  if (groupsOfK)
-    return true;
   constexpr int64_t kEdgeFreeColumns = 32;
   bool f32 = elementBytes == 4;
   return bytes >= kPastTheL2 || (f32 && n * elementBytes >= kConflictingPitch) ||
