@@ -329,6 +329,89 @@ std::optional<GroupedDot> groupedDotFor(const OperandView &a, Type accElement, i
   return dot;
 }
 
+/// Each row less 128 times its sum of a over k in [0, end): the correction of full
+/// blocks whose b took vpdpbusd's unsigned side as b + 128. The sums take 64 bytes per
+/// dot against ones. Every row runs in one loop with two running sums each, so that no
+/// dot waits for the one before it: a loop per row with one sum had chained all of a
+/// row's dots (int8 2048^3 on one znver5 core: a tenth of the kernel's time).
+SmallVector<Value> withoutRowSumsOfA(OpBuilder &b, Location loc, const OperandView &a,
+                                     ArrayRef<Value> rows, Value end, StringRef intrinsic) {
+  constexpr int64_t kBytesPerDot = 4 * kDotLanes, kDotsPerStep = 2;
+  constexpr int64_t kStepBytes = kBytesPerDot * kDotsPerStep;
+  Type i32 = b.getI32Type();
+  auto bytesType = VectorType::get({kBytesPerDot}, a.element);
+  auto sumsType = VectorType::get({kDotLanes}, i32);
+  auto maskType = VectorType::get({kBytesPerDot}, b.getI1Type());
+  Value ones = LLVM::BitcastOp::create(
+      b, loc, bytesType,
+      vector::BroadcastOp::create(b, loc, sumsType,
+                                  arith::ConstantIntOp::create(b, loc, i32, 0x01010101)));
+  auto dotOnes = [&](OpBuilder &b, Location loc, Value sums, Value bytes) -> Value {
+    return LLVM::CallIntrinsicOp::create(b, loc, sumsType, b.getStringAttr(intrinsic),
+                                         ValueRange{sums, ones, bytes})
+        .getResult(0);
+  };
+  auto bytesAt = [&](OpBuilder &b, Location loc, int64_t row, Value first) -> Value {
+    Value offset = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, i64Constant(b, loc, row), a.rowStride), first);
+    return LLVM::GEPOp::create(b, loc, a.base.getType(), a.element, a.base,
+                               ArrayRef<LLVM::GEPArg>{offset});
+  };
+  unsigned align = elementBytes(a.element);
+  int64_t rowCount = int64_t(rows.size());
+  Value step = i64Constant(b, loc, kStepBytes);
+  Value wholeSteps = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, end, step), step);
+  Value zeroSums = arith::ConstantOp::create(b, loc, sumsType, b.getZeroAttr(sumsType));
+  SmallVector<Value> init(rowCount * kDotsPerStep, zeroSums);
+  auto loop = scf::ForOp::create(
+      b, loc, i64Constant(b, loc, 0), wholeSteps, step, init,
+      [&](OpBuilder &b, Location loc, Value first, ValueRange sums) {
+        SmallVector<Value> next;
+        for (int64_t i = 0; i < rowCount; ++i)
+          for (int64_t d = 0; d < kDotsPerStep; ++d) {
+            Value at = arith::AddIOp::create(b, loc, first, i64Constant(b, loc, d * kBytesPerDot));
+            Value bytes = LLVM::LoadOp::create(b, loc, bytesType, bytesAt(b, loc, i, at), align);
+            next.push_back(dotOnes(b, loc, sums[i * kDotsPerStep + d], bytes));
+          }
+        scf::YieldOp::create(b, loc, next);
+      });
+  // The rest (under a step) by masked loads, each dot's 64 lanes on the low bits of one
+  // word: n lanes are (1 << n) - 1, all 64 are -1.
+  Value rest = arith::SubIOp::create(b, loc, end, wholeSteps);
+  SmallVector<Value> restMasks;
+  for (int64_t d = 0; d < kDotsPerStep; ++d) {
+    Value lanes = arith::MaxSIOp::create(
+        b, loc, arith::SubIOp::create(b, loc, rest, i64Constant(b, loc, d * kBytesPerDot)),
+        i64Constant(b, loc, 0));
+    Value below = arith::SubIOp::create(
+        b, loc,
+        arith::ShLIOp::create(b, loc, i64Constant(b, loc, 1),
+                              arith::MinSIOp::create(b, loc, lanes, i64Constant(b, loc, 63))),
+        i64Constant(b, loc, 1));
+    Value all = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, lanes,
+                                      i64Constant(b, loc, kBytesPerDot));
+    Value bits = arith::SelectOp::create(b, loc, all, i64Constant(b, loc, -1), below);
+    restMasks.push_back(LLVM::BitcastOp::create(b, loc, maskType, bits));
+  }
+  Value zeroBytes = arith::ConstantOp::create(b, loc, bytesType, b.getZeroAttr(bytesType));
+  SmallVector<Value> result;
+  for (auto [i, row] : llvm::enumerate(rows)) {
+    Value sums = zeroSums;
+    for (int64_t d = 0; d < kDotsPerStep; ++d) {
+      sums = arith::AddIOp::create(b, loc, sums, loop.getResult(i * kDotsPerStep + d));
+      Value at = arith::AddIOp::create(b, loc, wholeSteps, i64Constant(b, loc, d * kBytesPerDot));
+      Value bytes = LLVM::MaskedLoadOp::create(b, loc, bytesType, bytesAt(b, loc, i, at),
+                                               restMasks[d], zeroBytes, align);
+      sums = dotOnes(b, loc, sums, bytes);
+    }
+    Value sum = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, sums);
+    Value offset = arith::ShLIOp::create(b, loc, sum, arith::ConstantIntOp::create(b, loc, i32, 7));
+    result.push_back(arith::SubIOp::create(
+        b, loc, row, vector::BroadcastOp::create(b, loc, row.getType(), offset)));
+  }
+  return result;
+}
+
 /// The K loop of a dot by a grouped dot-product instruction. Per group of k, each
 /// accumulator row takes the group (a[i, k], a[i, k + 1], ...), one 32-bit word of a's
 /// unit-stride k broadcast to every lane, and b's lanes as the instruction takes them:
@@ -518,48 +601,8 @@ SmallVector<Value> groupedMicrokernel(OpBuilder &b, Location loc, const OperandV
         scf::YieldOp::create(b, loc, next);
       });
   SmallVector<Value> rows(loop.getResults().take_front(accRows.size()));
-  if (flipB) {
-    // Row i's sum of a over the block's k, 64 bytes at a time by the same instruction
-    // against ones, then times 128 off every lane of the row.
-    constexpr int64_t kBytesPerDot = 4 * kDotLanes;
-    Value ones =
-        words(b, loc,
-              vector::BroadcastOp::create(b, loc, wordsType,
-                                          arith::ConstantIntOp::create(b, loc, i32, 0x01010101)));
-    Value zeroWords = arith::ConstantOp::create(b, loc, chunkType, b.getZeroAttr(chunkType));
-    // The whole 64-byte steps of k by a loop, the rest by a masked load (of no lane where
-    // k is whole steps).
-    Value step = i64Constant(b, loc, kBytesPerDot);
-    Value wholeSteps =
-        arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, end, step), step);
-    Value zeroBytes =
-        arith::ConstantOp::create(b, loc, operandBitsType, b.getZeroAttr(operandBitsType));
-    for (auto [i, row] : llvm::enumerate(rows)) {
-      Value rowStart = arith::MulIOp::create(b, loc, i64Constant(b, loc, int64_t(i)), a.rowStride);
-      auto bytesAt = [&](OpBuilder &b, Location loc, Value first) -> Value {
-        return LLVM::GEPOp::create(
-            b, loc, ptrType, a.element, a.base,
-            ArrayRef<LLVM::GEPArg>{Value(arith::AddIOp::create(b, loc, rowStart, first))});
-      };
-      auto whole = scf::ForOp::create(
-          b, loc, i64Constant(b, loc, 0), wholeSteps, step, ValueRange{zeroWords},
-          [&](OpBuilder &b, Location loc, Value first, ValueRange sums) {
-            Value bytes =
-                LLVM::LoadOp::create(b, loc, operandBitsType, bytesAt(b, loc, first), align);
-            scf::YieldOp::create(b, loc, dotProduct(b, loc, sums[0], ones, words(b, loc, bytes)));
-          });
-      Value on = lanesBelow(b, loc, kBytesPerDot, i64Constant(b, loc, 0),
-                            arith::SubIOp::create(b, loc, end, wholeSteps));
-      Value rest = LLVM::MaskedLoadOp::create(b, loc, operandBitsType, bytesAt(b, loc, wholeSteps),
-                                              on, zeroBytes, align);
-      Value sums = dotProduct(b, loc, whole.getResult(0), ones, words(b, loc, rest));
-      Value sum = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, sums);
-      Value offset =
-          arith::ShLIOp::create(b, loc, sum, arith::ConstantIntOp::create(b, loc, i32, 7));
-      row =
-          arith::SubIOp::create(b, loc, row, vector::BroadcastOp::create(b, loc, rowType, offset));
-    }
-  }
+  if (flipB)
+    rows = withoutRowSumsOfA(b, loc, a, rows, end, dot.intrinsic);
   if (offsetA)
     for (Value &row : rows)
       for (int64_t c = 0; c < chunks; ++c) {
