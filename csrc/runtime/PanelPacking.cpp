@@ -13,8 +13,11 @@
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif
-#if defined(__SSE2__)
-#include <emmintrin.h>
+#if defined(__x86_64__)
+// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*, which it reports as used
+// uninitialized once inlined.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
 #endif
 
 namespace {
@@ -91,11 +94,69 @@ void packStrided(const Element *from, int64_t rowStride, int64_t colStride,
 /// lower address), for rows that are contiguous and a whole group. x86 interleaves 16
 /// columns at a time with SSE2's unpacks (the scalar loop below ran at 12 GB/s for int8
 /// quads); the scalar loop takes the rest and other hosts.
+#if defined(__x86_64__)
+/// The interleave of 64 bytes of each row at a time (`Group` x 16 columns, four 16-byte
+/// lanes), where the host has AVX-512BW: per lane the unpacks give what the SSE2 loop
+/// does, and a transpose of the 16-byte lanes puts each column's word in order. A third of
+/// the SSE2 loop's instructions; b's copy into int8 panels had taken 4-5% of a 1024^3
+/// int8 matmul. Returns the columns done.
+template <int Group>
+__attribute__((target("avx512f,avx512bw"))) int64_t interleaveRows512(const uint8_t *from,
+                                                                      int64_t rowBytes,
+                                                                      uint32_t *to, int64_t count) {
+  constexpr int64_t kColumns = 16 * Group;
+  constexpr int64_t kColumnBytes = 4 / Group;
+  // (Lambdas would not take the function's target: plain statements.)
+  int64_t j = 0;
+  for (; j + kColumns <= count; j += kColumns) {
+    const uint8_t *in = from + j * kColumnBytes;
+    if constexpr (Group == 4) {
+      __m512i r0 = _mm512_loadu_si512(in), r1 = _mm512_loadu_si512(in + rowBytes);
+      __m512i r2 = _mm512_loadu_si512(in + 2 * rowBytes);
+      __m512i r3 = _mm512_loadu_si512(in + 3 * rowBytes);
+      __m512i low01 = _mm512_unpacklo_epi8(r0, r1), high01 = _mm512_unpackhi_epi8(r0, r1);
+      __m512i low23 = _mm512_unpacklo_epi8(r2, r3), high23 = _mm512_unpackhi_epi8(r2, r3);
+      // Lane l of w[q] holds columns 16 l + 4 q .. 16 l + 4 q + 3.
+      __m512i w0 = _mm512_unpacklo_epi16(low01, low23), w1 = _mm512_unpackhi_epi16(low01, low23);
+      __m512i w2 = _mm512_unpacklo_epi16(high01, high23);
+      __m512i w3 = _mm512_unpackhi_epi16(high01, high23);
+      __m512i t0 = _mm512_shuffle_i64x2(w0, w1, 0x44), t1 = _mm512_shuffle_i64x2(w2, w3, 0x44);
+      __m512i t2 = _mm512_shuffle_i64x2(w0, w1, 0xee), t3 = _mm512_shuffle_i64x2(w2, w3, 0xee);
+      _mm512_storeu_si512(to + j, _mm512_shuffle_i64x2(t0, t1, 0x88));
+      _mm512_storeu_si512(to + j + 16, _mm512_shuffle_i64x2(t0, t1, 0xdd));
+      _mm512_storeu_si512(to + j + 32, _mm512_shuffle_i64x2(t2, t3, 0x88));
+      _mm512_storeu_si512(to + j + 48, _mm512_shuffle_i64x2(t2, t3, 0xdd));
+    } else {
+      static_assert(Group == 2);
+      __m512i r0 = _mm512_loadu_si512(in), r1 = _mm512_loadu_si512(in + rowBytes);
+      // Lane l of low holds columns 8 l .. 8 l + 3, of high 8 l + 4 .. 8 l + 7.
+      __m512i low = _mm512_unpacklo_epi16(r0, r1), high = _mm512_unpackhi_epi16(r0, r1);
+      _mm512_storeu_si512(to + j, _mm512_permutex2var_epi64(
+                                      low, _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11), high));
+      _mm512_storeu_si512(
+          to + j + 16,
+          _mm512_permutex2var_epi64(low, _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15), high));
+    }
+  }
+  return j;
+}
+
+bool hostHasAvx512bw() {
+  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+  return has;
+}
+#endif
+
 template <typename Element, int Group>
 void interleaveRows(const Element *from, int64_t rowStride, uint32_t *to, int64_t count) {
   static_assert(sizeof(Element) * Group == sizeof(uint32_t));
   constexpr int kBits = 8 * sizeof(Element);
   int64_t j = 0;
+#if defined(__x86_64__)
+  if (hostHasAvx512bw())
+    j = interleaveRows512<Group>(reinterpret_cast<const uint8_t *>(from),
+                                 rowStride * int64_t(sizeof(Element)), to, count);
+#endif
 #if defined(__SSE2__)
   constexpr int64_t kColumns = 16 / sizeof(Element); // one 16-byte load per row
   auto row = [&](int s) {
