@@ -451,6 +451,26 @@ TEST(Target, FeaturesAreWholeEnabledItems) {
   EXPECT_FALSE(target.hasFeature("avx512f"));
 }
 
+TEST(Target, HostAnswersAsItsList) {
+  // The host answers from a set built once; a copy of it walks the list.
+  const Target &host = Target::host();
+  Target copy = host;
+  std::string_view list(host.features);
+  int asked = 0;
+  while (!list.empty()) {
+    size_t comma = list.find(',');
+    std::string item(list.substr(0, comma));
+    std::string name = item.substr(1);
+    EXPECT_EQ(host.hasFeature(name), item.front() == '+') << item;
+    EXPECT_EQ(copy.hasFeature(name), host.hasFeature(name)) << item;
+    ++asked;
+    list.remove_prefix(comma == std::string_view::npos ? list.size() : comma + 1);
+  }
+  EXPECT_GT(asked, 0);
+  EXPECT_FALSE(host.hasFeature("")) << "no empty item";
+  EXPECT_FALSE(host.hasFeature("no-such-feature"));
+}
+
 TEST(Ops, RejectBadSpecs) {
   auto context = createContext();
   EXPECT_THROW(ops::buildKernel(*context, vectorAddSpec("f32", 100)), std::invalid_argument);
