@@ -90,30 +90,33 @@ void packStrided(const Element *from, int64_t rowStride, int64_t colStride,
   }
 }
 
-/// One word of `Group` consecutive rows of a column (little-endian: row r % Group at the
-/// lower address), for rows that are contiguous and a whole group. x86 interleaves 16
-/// columns at a time with SSE2's unpacks (the scalar loop below ran at 12 GB/s for int8
-/// quads); the scalar loop takes the rest and other hosts.
 #if defined(__x86_64__)
 /// The interleave of 64 bytes of each row at a time (`Group` x 16 columns, four 16-byte
 /// lanes), where the host has AVX-512BW: per lane the unpacks give what the SSE2 loop
 /// does, and a transpose of the 16-byte lanes puts each column's word in order. A third of
 /// the SSE2 loop's instructions; b's copy into int8 panels had taken 4-5% of a 1024^3
-/// int8 matmul. Returns the columns done.
+/// int8 matmul. The last columns are read by masked loads (zeros past `count`) where the
+/// output has `room` words for whole 64 bytes: the scalar loop had taken the last panel of
+/// an int8 1000^3 matmul (40 columns) at several times a whole one's cost. Returns the
+/// columns done.
 template <int Group>
 __attribute__((target("avx512f,avx512bw"))) int64_t interleaveRows512(const uint8_t *from,
                                                                       int64_t rowBytes,
-                                                                      uint32_t *to, int64_t count) {
+                                                                      uint32_t *to, int64_t count,
+                                                                      int64_t room) {
   constexpr int64_t kColumns = 16 * Group;
   constexpr int64_t kColumnBytes = 4 / Group;
   // (Lambdas would not take the function's target: plain statements.)
   int64_t j = 0;
-  for (; j + kColumns <= count; j += kColumns) {
+  for (; j < count && j + kColumns <= room; j += kColumns) {
     const uint8_t *in = from + j * kColumnBytes;
+    __mmask64 bytes =
+        j + kColumns <= count ? ~__mmask64(0) : (__mmask64(1) << ((count - j) * kColumnBytes)) - 1;
     if constexpr (Group == 4) {
-      __m512i r0 = _mm512_loadu_si512(in), r1 = _mm512_loadu_si512(in + rowBytes);
-      __m512i r2 = _mm512_loadu_si512(in + 2 * rowBytes);
-      __m512i r3 = _mm512_loadu_si512(in + 3 * rowBytes);
+      __m512i r0 = _mm512_maskz_loadu_epi8(bytes, in);
+      __m512i r1 = _mm512_maskz_loadu_epi8(bytes, in + rowBytes);
+      __m512i r2 = _mm512_maskz_loadu_epi8(bytes, in + 2 * rowBytes);
+      __m512i r3 = _mm512_maskz_loadu_epi8(bytes, in + 3 * rowBytes);
       __m512i low01 = _mm512_unpacklo_epi8(r0, r1), high01 = _mm512_unpackhi_epi8(r0, r1);
       __m512i low23 = _mm512_unpacklo_epi8(r2, r3), high23 = _mm512_unpackhi_epi8(r2, r3);
       // Lane l of w[q] holds columns 16 l + 4 q .. 16 l + 4 q + 3.
@@ -128,7 +131,8 @@ __attribute__((target("avx512f,avx512bw"))) int64_t interleaveRows512(const uint
       _mm512_storeu_si512(to + j + 48, _mm512_shuffle_i64x2(t2, t3, 0xdd));
     } else {
       static_assert(Group == 2);
-      __m512i r0 = _mm512_loadu_si512(in), r1 = _mm512_loadu_si512(in + rowBytes);
+      __m512i r0 = _mm512_maskz_loadu_epi8(bytes, in);
+      __m512i r1 = _mm512_maskz_loadu_epi8(bytes, in + rowBytes);
       // Lane l of low holds columns 8 l .. 8 l + 3, of high 8 l + 4 .. 8 l + 7.
       __m512i low = _mm512_unpacklo_epi16(r0, r1), high = _mm512_unpackhi_epi16(r0, r1);
       _mm512_storeu_si512(to + j, _mm512_permutex2var_epi64(
@@ -138,7 +142,7 @@ __attribute__((target("avx512f,avx512bw"))) int64_t interleaveRows512(const uint
           _mm512_permutex2var_epi64(low, _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15), high));
     }
   }
-  return j;
+  return std::min(j, count);
 }
 
 bool hostHasAvx512bw() {
@@ -147,15 +151,21 @@ bool hostHasAvx512bw() {
 }
 #endif
 
+/// One word of `Group` consecutive rows of a column (little-endian: row r % Group at the
+/// lower address), for rows that are contiguous and a whole group. x86 interleaves 16
+/// columns at a time with SSE2's unpacks (the scalar loop below ran at 12 GB/s for int8
+/// quads), or 64 bytes of each row at a time with AVX-512BW; the scalar loop takes the
+/// rest and other hosts. `room` is the words `to` may take, past `count` too.
 template <typename Element, int Group>
-void interleaveRows(const Element *from, int64_t rowStride, uint32_t *to, int64_t count) {
+void interleaveRows(const Element *from, int64_t rowStride, uint32_t *to, int64_t count,
+                    int64_t room) {
   static_assert(sizeof(Element) * Group == sizeof(uint32_t));
   constexpr int kBits = 8 * sizeof(Element);
   int64_t j = 0;
 #if defined(__x86_64__)
   if (hostHasAvx512bw())
     j = interleaveRows512<Group>(reinterpret_cast<const uint8_t *>(from),
-                                 rowStride * int64_t(sizeof(Element)), to, count);
+                                 rowStride * int64_t(sizeof(Element)), to, count, room);
 #endif
 #if defined(__SSE2__)
   constexpr int64_t kColumns = 16 / sizeof(Element); // one 16-byte load per row
@@ -216,9 +226,9 @@ void packGrouped(const Element *from, int64_t rowStride, int64_t colStride,
         if (colStride == 1 && valid == g && sizeof(Element) * g == sizeof(uint32_t)) {
           auto *words = reinterpret_cast<uint32_t *>(out);
           if constexpr (sizeof(Element) == 2)
-            interleaveRows<Element, 2>(in, rowStride, words, columns);
+            interleaveRows<Element, 2>(in, rowStride, words, columns, width);
           else if constexpr (sizeof(Element) == 1)
-            interleaveRows<Element, 4>(in, rowStride, words, columns);
+            interleaveRows<Element, 4>(in, rowStride, words, columns, width);
         } else {
           for (int64_t j = 0; j < columns; ++j)
             for (int64_t s = 0; s < g; ++s)

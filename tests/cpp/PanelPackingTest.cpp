@@ -73,10 +73,10 @@ TEST(PanelPacking, EveryElementLandsInItsPanel) {
 
 template <typename Element>
 void expectGroupedPanelsOf(int64_t rowStride, int64_t colStride, const char *layoutName,
-                           int64_t cols = 70) {
-  // 37 x cols in panels of 32 columns, rows in groups of 4 / sizeof(Element): the last
+                           int64_t cols = 70, int64_t width = 32) {
+  // 37 x cols in panels of `width` columns, rows in groups of 4 / sizeof(Element): the last
   // group, the rows of groups up to 16 (a tile's) and the last panel are filled with zeros.
-  const int64_t rows = 37, width = 32, group = 4 / int64_t(sizeof(Element));
+  const int64_t rows = 37, group = 4 / int64_t(sizeof(Element));
   int64_t span = (rows - 1) * rowStride + (cols - 1) * colStride + 1;
   std::vector<Element> source(size_t(span), Element(0x77));
   for (int64_t r = 0; r < rows; ++r)
@@ -112,6 +112,11 @@ TEST(PanelPacking, EveryElementLandsInItsGroupOfRows) {
   // Eleven panels: the copy walks eight side by side, then the last three.
   expectGroupedPanelsOf<uint8_t>(333, 1, "eleven panels", 333);
   expectGroupedPanelsOf<uint16_t>(333, 1, "eleven panels", 333);
+  // Panels 64 wide, as the int8 kernels read them: whole 64-byte rows of quads, and a last
+  // panel of 13 columns (masked loads where the host has AVX-512BW).
+  expectGroupedPanelsOf<uint8_t>(333, 1, "64 wide", 333, 64);
+  expectGroupedPanelsOf<uint16_t>(333, 1, "64 wide", 333, 64);
+  expectGroupedPanelsOf<uint8_t>(70, 1, "64 wide, two panels", 70, 64);
   PanelLayout wrongWidth{4, 4, 32, 4, 2};
   std::vector<uint32_t> source(16), panels(size_t(wrongWidth.bytes() / 4));
   EXPECT_THROW(packPanels(source.data(), 4, 1, wrongWidth, panels.data()), std::invalid_argument)
