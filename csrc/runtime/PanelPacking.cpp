@@ -92,13 +92,12 @@ void packStrided(const Element *from, int64_t rowStride, int64_t colStride,
 
 #if defined(__x86_64__)
 /// The interleave of 64 bytes of each row at a time (`Group` x 16 columns, four 16-byte
-/// lanes), where the host has AVX-512BW: per lane the unpacks give what the SSE2 loop
-/// does, and a transpose of the 16-byte lanes puts each column's word in order. A third of
-/// the SSE2 loop's instructions; b's copy into int8 panels had taken 4-5% of a 1024^3
-/// int8 matmul. The last columns are read by masked loads (zeros past `count`) where the
-/// output has `room` words for whole 64 bytes: the scalar loop had taken the last panel of
-/// an int8 1000^3 matmul (40 columns) at several times a whole one's cost. Returns the
-/// columns done.
+/// lanes), where the host has AVX-512BW (see interleavesIn512Bits): per lane the unpacks give what
+/// the SSE2 loop does, and a transpose of the 16-byte lanes puts each column's word in order. A
+/// third of the SSE2 loop's instructions; b's copy into int8 panels had taken 4-5% of a 1024^3 int8
+/// matmul. The last columns are read by masked loads (zeros past `count`) where the output has
+/// `room` words for whole 64 bytes: the scalar loop had taken the last panel of an int8 1000^3
+/// matmul (40 columns) at several times a whole one's cost. Returns the columns done.
 template <int Group>
 __attribute__((target("avx512f,avx512bw"))) int64_t interleaveRows512(const uint8_t *from,
                                                                       int64_t rowBytes,
@@ -145,9 +144,13 @@ __attribute__((target("avx512f,avx512bw"))) int64_t interleaveRows512(const uint
   return std::min(j, count);
 }
 
-bool hostHasAvx512bw() {
-  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
-  return has;
+/// Where the 64-byte interleave runs: AMD's cores with AVX-512BW. On the AMX Xeons all
+/// 512-bit shuffles take one port, and the interleave ran there at 8-10 GB/s against
+/// SSE2's 15-17 (one thread, 384^2 and 512^2 int8 into 32-column panels).
+bool interleavesIn512Bits() {
+  static const bool fast = __builtin_cpu_supports("avx512f") &&
+                           __builtin_cpu_supports("avx512bw") && __builtin_cpu_is("amd");
+  return fast;
 }
 #endif
 
@@ -163,7 +166,7 @@ void interleaveRows(const Element *from, int64_t rowStride, uint32_t *to, int64_
   constexpr int kBits = 8 * sizeof(Element);
   int64_t j = 0;
 #if defined(__x86_64__)
-  if (hostHasAvx512bw())
+  if (interleavesIn512Bits())
     j = interleaveRows512<Group>(reinterpret_cast<const uint8_t *>(from),
                                  rowStride * int64_t(sizeof(Element)), to, count, room);
 #endif
