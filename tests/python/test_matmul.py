@@ -195,6 +195,23 @@ def test_int8_accumulates_in_int32():
     assert torch.equal(out.long(), a.long() @ b.long())
 
 
+@pytest.mark.parametrize("k", [1024, 1016, 2048])
+def test_int8_whole_blocks_at_extreme_rows(k):
+    # Whole blocks of 64 rows and columns (the CPU's grouped panels): rows of a all -128
+    # or all 127 give the largest sums of a row that the kernels correct for (vpdpbusd
+    # takes b + 128 there), at BLOCK_K's bound, with a rest of k past whole steps, and over
+    # two chunks of k.
+    torch.manual_seed(k)
+    a = torch.randint(-128, 128, (128, k), dtype=torch.int8)
+    a[0::3] = -128
+    a[1::3] = 127
+    b = torch.randint(-128, 128, (k, 128), dtype=torch.int8)
+    b[:, 0] = -128
+    b[:, 1] = 127
+    out = torch.ops.tile.matmul(a, b, out_dtype=torch.int32)
+    assert torch.equal(out.long(), a.long() @ b.long())
+
+
 def strided_inputs(layout, shape, dtype):
     """A non-contiguous (a, b) of the given (M, N, K) shape."""
     m, n, k = shape

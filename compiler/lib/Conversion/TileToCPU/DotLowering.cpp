@@ -329,14 +329,16 @@ std::optional<GroupedDot> groupedDotFor(const OperandView &a, Type accElement, i
   return dot;
 }
 
-/// The bytes of a's rows that each step of a flipped K loop sums: four groups of k.
-constexpr int64_t kRowSumBytes = 16;
+/// The bytes of a's rows that each step of a flipped K loop sums: two groups of k.
+constexpr int64_t kRowSumBytes = 8;
+/// The k a flipped K loop takes at most: BLOCK_K's bound. Each of a row's four i16 lanes
+/// then sums at most 256 bytes: -128 * 256 = -32768 and 127 * 256 = 32512, inside i16.
+constexpr int64_t kMaxFlippedK = 1024;
 
-/// `sums` (i16 lanes) plus the 16 signed bytes of `bytes`, two per lane: the high byte of
+/// `sums` (i16 lanes) plus the 8 signed bytes of `bytes`, two per lane: the high byte of
 /// each 16-bit word by an arithmetic shift right, the low one by a shift left and back.
 /// Shifts and adds issue beside vpdpbusd, which a sum by vpdpbusd against ones would wait
-/// for. A lane takes two bytes per step: K up to 1024 (BLOCK_K's bound) adds at most
-/// 2 * 128 * 64 in magnitude, inside i16.
+/// for.
 Value addBytesOfRow(OpBuilder &b, Location loc, Value sums, Value bytes) {
   auto sumsType = cast<VectorType>(sums.getType());
   Value w = LLVM::BitcastOp::create(b, loc, sumsType, bytes);
@@ -349,12 +351,13 @@ Value addBytesOfRow(OpBuilder &b, Location loc, Value sums, Value bytes) {
 
 /// The K loop of full blocks whose b takes vpdpbusd's unsigned side as b + 128, to k =
 /// `end` (whole groups): each row comes out 128 times its sum of a over those k too large,
-/// which comes off after the loop. Each step runs four groups of k and adds the same 16
+/// which comes off after the loop. Each step runs two groups of k and adds the same 8
 /// bytes of each row of a to the row's sums; the groups past the last whole step follow,
 /// their bytes summed from a masked load. Against the sums by vpdpbusd in a loop of their
 /// own after the K loop (2 threads, znver5, interleaved): int8 768^3 0.92-0.95 -> 0.93-0.98x
 /// of _int_mm, 1000^3 0.92-0.95 -> 0.92-0.98x, 2048^3 0.94-0.98 -> 0.97-0.99x. Steps of
-/// eight or sixteen groups ran 5-8% slower than steps of one, with or without the sums.
+/// four groups ran as fast and compiled 3-4 ms slower (int8 1024^3: 45 against 49 ms cold);
+/// steps of eight or sixteen ran 5-8% slower than steps of one, with or without the sums.
 SmallVector<Value>
 flippedKLoop(OpBuilder &b, Location loc, const OperandView &a, ValueRange accRows, Value end,
              int64_t group,
@@ -392,7 +395,7 @@ flippedKLoop(OpBuilder &b, Location loc, const OperandView &a, ValueRange accRow
                                  [&](OpBuilder &b, Location loc, Value kk, ValueRange state) {
                                    scf::YieldOp::create(b, loc, groupOfK(b, loc, kk, state));
                                  });
-  // The rest's bytes (under 16) by a load masked to the low bits of one word.
+  // The rest's bytes (under 8) by a load masked to the low bits of one word.
   Value restBytes = arith::SubIOp::create(b, loc, end, wholeSteps);
   Value bits = arith::SubIOp::create(
       b, loc, arith::ShLIOp::create(b, loc, i64Constant(b, loc, 1), restBytes),
@@ -475,7 +478,7 @@ SmallVector<Value> groupedMicrokernel(OpBuilder &b, Location loc, const OperandV
   // instruction per 16 lanes of b at every group of k, a quarter of a 4-row block's
   // products. Full blocks flip b's signs instead, and 128 times each row's sum of a comes
   // off: shifts and adds beside the loop's dots (flippedKLoop).
-  bool flipB = dot.offsetA && fullBlocks;
+  bool flipB = dot.offsetA && fullBlocks && k <= kMaxFlippedK;
   bool offsetA = dot.offsetA && !flipB;
   // Running 128 * sum of b per column, for vpdpbusd's offset a.
   SmallVector<Value> carried(accRows);
