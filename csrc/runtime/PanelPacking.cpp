@@ -92,12 +92,13 @@ void packStrided(const Element *from, int64_t rowStride, int64_t colStride,
 
 #if defined(__x86_64__)
 /// The interleave of 64 bytes of each row at a time (`Group` x 16 columns, four 16-byte
-/// lanes), where the host has AVX-512BW (see interleavesIn512Bits): per lane the unpacks give what
-/// the SSE2 loop does, and a transpose of the 16-byte lanes puts each column's word in order. A
-/// third of the SSE2 loop's instructions; b's copy into int8 panels had taken 4-5% of a 1024^3 int8
-/// matmul. The last columns are read by masked loads (zeros past `count`) where the output has
-/// `room` words for whole 64 bytes: the scalar loop had taken the last panel of an int8 1000^3
-/// matmul (40 columns) at several times a whole one's cost. Returns the columns done.
+/// lanes), where the host has AVX-512BW (see interleavesIn512Bits): per lane the unpacks
+/// give what the SSE2 loop does, and a transpose of the 16-byte lanes puts each column's
+/// word in order. A third of the SSE2 loop's instructions; b's copy into int8 panels had
+/// taken 4-5% of a 1024^3 int8 matmul. The last columns are read by masked loads (zeros
+/// past `count`) where the output has `room` words for whole 64 bytes: the scalar loop had
+/// taken the last panel of an int8 1000^3 matmul (40 columns) at several times a whole
+/// one's cost. Returns the columns done.
 template <int Group>
 __attribute__((target("avx512f,avx512bw"))) int64_t interleaveRows512(const uint8_t *from,
                                                                       int64_t rowBytes,

@@ -576,7 +576,8 @@ SmallVector<Value> groupedMicrokernel(OpBuilder &b, Location loc, const OperandV
   if (!fullBlocks)
     end = arith::MinSIOp::create(
         b, loc, end, arith::MulIOp::create(b, loc, bView.validRows, i64Constant(b, loc, g)));
-  // One group of k: the accumulator rows (and a's offset sums) after it.
+  // One group of k: the accumulator rows after it (and, for a + 128, the columns' running
+  // sums of b).
   auto groupOfK =
       [&](OpBuilder &b, Location loc, Value kk, ValueRange state) {
         SmallVector<Value> bGroups = bGroupsAt(b, loc, kk);
