@@ -23,6 +23,8 @@ int64_t roundUpTo(int64_t value, int64_t multiple) {
   return (value + multiple - 1) / multiple * multiple;
 }
 
+int64_t bytesOf(const std::string &dtype) { return dtype == "f32" ? 4 : dtype == "i8" ? 1 : 2; }
+
 /// The CPU keeps the BLOCK_M x BLOCK_N accumulator in vector registers for the whole K
 /// loop (see DotLowering.cpp): 4 x 64 (or 8 x 32) f32 is 16 of the 32 AVX-512 registers,
 /// leaving room for the rows of b and the broadcasts; AVX2 has 16 registers of half the
@@ -66,6 +68,49 @@ std::map<std::string, int64_t> cpuConfig(const Target &target, int64_t n, int64_
           {"BLOCK_N", blockN},
           {"BLOCK_K", blockK},
           {"GROUP_M", kRowsPerGroup / blockM}};
+}
+
+/// A call of few rows of a (a batch of a few tokens through a layer's weight) does few
+/// multiply-adds per byte of b: past the L2 it runs at the rate b streams in. Its blocks
+/// then take all of a's rows they can, so that each row of b is read once or twice, and
+/// whole cache lines of it (64 bytes) per row: BLOCK_M a power of two up to 8 (bfloat16:
+/// 16), BLOCK_N the rest of 32 accumulator registers, up to 64 columns, and b is read in
+/// place. Against torch on the 2-core znver5, 2 threads, K = N = 4096, where b had been
+/// copied into panels (bf16, int8) or read in 4 x 64 blocks (float32): bf16 1 row 0.49 ->
+/// 2.2x (1 x 64), 8 rows 0.52 -> 2.1x (8 x 64), 16 rows 0.58 -> 1.48x (16 x 32), 32 rows
+/// 0.65 -> 0.93x; int8 1 row 1858 -> 618 us, 8 rows 1868 -> 591, 16 rows 2131 -> 1194
+/// (`_int_mm` 1097); float32 1 row 0.54 -> 1.27x, 16 rows 1.75 -> 2.49x, 60 rows 1.13 ->
+/// 1.41x. 16 x 32 blocks ran float32 and int8 slower than 8 x 64 (int8's 32 columns are
+/// half a line).
+///
+/// A block row at M's edge takes the masked path. For float32 it costs about as much as
+/// another pass over b, which pays where whole blocks would need two more passes (17 rows:
+/// 8 x 64 with an edge 1.64x against 1 x 64's 0.50x; 12 rows: 4 x 64 1.88x against 8 x
+/// 64's 1.19x). bf16 and int8 read in place interleave b's groups of k at every block, and
+/// their edges take the widened path: there only whole blocks that read b at most twice
+/// (1, 2, 4, 8, 16 rows; bfloat16 32) read it in place; 17 or 60 rows lost 1.5-2.3x so.
+struct FewRows {
+  int64_t blockM = 0; ///< 0: not a call of few rows
+};
+
+FewRows fewRowsOf(const Target &target, int64_t m, int64_t n, int64_t k,
+                  const std::string &inputDtype) {
+  constexpr int64_t kFewRows = 64, kLineBytes = 64, kPastTheL2 = int64_t(4) << 20;
+  // bf16 and int8 on their dot-product instructions (vdpbf16ps, vpdpbusd), which take b's
+  // k in groups; hosts without them widen the operands, a kernel not measured here.
+  bool grouped = (inputDtype == "bf16" && target.hasFeature("avx512bf16")) ||
+                 (inputDtype == "i8" && target.hasFeature("avx512vnni"));
+  if (m <= 0 || m >= kFewRows || !(grouped || inputDtype == "f32") ||
+      target.kind != TargetKind::Cpu || !target.hasFeature("avx512f") ||
+      n < kLineBytes / bytesOf(inputDtype))
+    return {};
+  int64_t cap = inputDtype == "bf16" ? 16 : 8;
+  int64_t dividing = std::min<int64_t>(m & -m, cap); // the largest power of two dividing m
+  if (grouped)
+    return k * n * bytesOf(inputDtype) >= kPastTheL2 && m / dividing <= 2 ? FewRows{dividing}
+                                                                          : FewRows{};
+  int64_t below = std::min<int64_t>(cap, int64_t(1) << (63 - __builtin_clzll(uint64_t(m))));
+  return {m / dividing > (m + below - 1) / below + 1 ? below : dividing};
 }
 
 /// GPU tiles from the Triton tutorials' candidates: large tiles for large problems,
@@ -145,10 +190,6 @@ std::map<std::string, int64_t> gpuConfig(const Target &target, int64_t m, int64_
           {"persistent", 0},
           {"num_ctas", 1},
           {"stream_k", 0}};
-}
-
-int64_t bytesOf(const std::string &dtype) {
-  return dtype == "f32" ? 4 : dtype == "i8" ? 1 : 2;
 }
 
 } // namespace
@@ -241,12 +282,23 @@ std::map<std::string, int64_t> defaultMatmulConfig(const Target &target, int64_t
                                                    int64_t k, const std::string &inputDtype) {
   if (target.kind == TargetKind::Cpu) {
     auto config = cpuConfig(target, n, k, inputDtype);
+    if (int64_t blockM = fewRowsOf(target, m, n, k, inputDtype).blockM) {
+      constexpr int64_t kAccumulatorLanes = 32 * 16;
+      config["BLOCK_M"] = blockM;
+      config["BLOCK_N"] = std::min<int64_t>(64, kAccumulatorLanes / blockM);
+      config["GROUP_M"] = std::max<int64_t>(1, 1024 / blockM);
+    }
     // GPU-only knobs at their GPU defaults, ignored here but part of the key.
     for (const auto &[name, value] : gpuConfig(target, m, n, inputDtype))
       config.emplace(name, value);
     return config;
   }
   return withStagesThatFit(gpuConfig(target, m, n, inputDtype), target, inputDtype);
+}
+
+bool readsFewRowsInPlace(const Target &target, int64_t m, int64_t n, int64_t k,
+                         const std::string &inputDtype) {
+  return fewRowsOf(target, m, n, k, inputDtype).blockM != 0;
 }
 
 } // namespace tile::ops

@@ -269,9 +269,11 @@ void tile::binding::prepareMatmul(MatmulCall &call, const char *op, const at::Te
   bool onTiles =
       cpu && tileDtype && usesMatrixTiles(target, specDtype(a.scalar_type()), unitKOfA, m);
   bool stridedB = cpu && b.stride(1) != 1 && n > 1 && k > 0;
-  bool panels = cpu && (onTiles || stridedB ||
-                        packsBIntoPanels(m, n, k, b.element_size(),
-                                         dotGroupOfK(target, specDtype(a.scalar_type())) > 1));
+  bool panels =
+      cpu && (onTiles || stridedB ||
+              packsBIntoPanels(
+                  m, n, k, b.element_size(), dotGroupOfK(target, specDtype(a.scalar_type())) > 1,
+                  ops::readsFewRowsInPlace(target, m, n, k, specDtype(a.scalar_type()))));
   call.op = op;
   call.rows = m;
   // A transposed a of 32 KB or more is copied in bands of rows that the launch's threads
@@ -404,7 +406,9 @@ void tile::binding::MatmulCall::specify() {
       spec.config["packed_b"] = panelGroupFor(*target, spec.dtypes[0], unitKOfA, spec.config);
     } else if ((signature[kCopies] & kPanelsOfStridedB) ||
                packsBIntoPanels(signature[kM], signature[kN], signature[kK], a.element_size(),
-                                dotGroupOfK(*target, spec.dtypes[0]) > 1)) {
+                                dotGroupOfK(*target, spec.dtypes[0]) > 1,
+                                ops::readsFewRowsInPlace(*target, signature[kM], signature[kN],
+                                                         signature[kK], spec.dtypes[0]))) {
       spec.config["packed_b"] = panelGroupFor(*target, spec.dtypes[0], unitKOfA, spec.config);
     }
   }
@@ -416,7 +420,7 @@ void tile::binding::MatmulCall::specify() {
 }
 
 bool tile::binding::packsBIntoPanels(int64_t m, int64_t n, int64_t k, int64_t elementBytes,
-                                     bool groupsOfK) {
+                                     bool groupsOfK, bool fewRowsInPlace) {
   // Measured on a 2-core znver4 (panels against b as given, same process, interleaved):
   // - b of 4 MB and more, past the L2: f32 1.07x at 1024^3, 1.11x at 2048^3, 1.40x at
   //   4096^3, 1.13-1.79x with M from 64 to 512 at K = N = 4096; bf16 1.02-1.09x at 2048^3
@@ -451,11 +455,15 @@ bool tile::binding::packsBIntoPanels(int64_t m, int64_t n, int64_t k, int64_t el
   //   -> 1.00x, 16x2048x2048 0.62 -> 1.11x; bf16 16x2048x2048 0.60 -> 1.25x,
   //   32x4096x4096 0.58 -> 0.77x, 16x4096x4096 0.90 -> 0.79x).
   // The copy moves K*N elements against M*N*K multiply-adds: too few rows of a (M < 64)
-  // do not repay it, but for grouped b past the L2.
+  // do not repay it, but for grouped b past the L2. Where blocks take all of a's few rows
+  // and read each row of b once or twice (ops::readsFewRowsInPlace), b stays in place
+  // there too: the copy was 3x the bytes that such a call streams.
   constexpr int64_t kRowsWorthPanels = 64, kPastTheL2 = int64_t(4) << 20;
   constexpr int64_t kInt8Rows = 512, kInt8Bytes = int64_t(256) << 10;
   constexpr int64_t kConflictingPitch = 2048;
   int64_t bytes = k * n * elementBytes;
+  if (fewRowsInPlace)
+    return false;
   if (groupsOfK)
     return m >= kRowsWorthPanels || bytes >= kPastTheL2;
   if (m < kRowsWorthPanels)

@@ -82,7 +82,10 @@ void prepareMatmul(MatmulCall &call, const char *op, const at::Tensor &a, const 
 /// Whether the CPU kernel of a call reads b from a copy in panels (see PanelPacking.h):
 /// where the call is large enough to repay the copy, whatever b's layout. `groupsOfK`: the
 /// host's dot-product instruction takes b's k in groups for this dtype (dotGroupOfK).
-bool packsBIntoPanels(int64_t m, int64_t n, int64_t k, int64_t elementBytes, bool groupsOfK);
+/// `fewRowsInPlace`: the call's blocks take its few rows whole and read b in place
+/// (ops::readsFewRowsInPlace).
+bool packsBIntoPanels(int64_t m, int64_t n, int64_t k, int64_t elementBytes, bool groupsOfK,
+                      bool fewRowsInPlace);
 
 /// The k per group that the host's vector dot-product instruction takes from b for this
 /// dtype: 2 for bfloat16 with AVX512-BF16 (vdpbf16ps), 4 for int8 with AVX512-VNNI

@@ -5,6 +5,7 @@ Shapes are written (M, N, K) throughout: a is M x K, b is K x N and the result i
 """
 
 import math
+import pathlib
 import re
 import subprocess
 import sys
@@ -475,6 +476,31 @@ def test_groups_of_k_are_read_from_panels_at_any_size(op, pair, shape, tmp_path)
     assert specs
     if group > 1:
         assert all(f"packed_b={group}" in spec for spec in specs), specs
+
+
+def host_has(flag):
+    return flag in pathlib.Path("/proc/cpuinfo").read_text()
+
+
+@pytest.mark.parametrize("op, pair", [p for p in OP_PAIRS if p.values[1].inputs in (torch.float32, torch.bfloat16, torch.int8)])
+@pytest.mark.parametrize("m", [1, 8, 16, 17])
+def test_few_rows_read_b_in_place(op, pair, m, tmp_path):
+    # A call of a few rows of a (a decode step's batch) streams b once: where the host has
+    # AVX-512 (and for bf16 and int8 their dot-product instructions), its blocks take the
+    # rows whole (float32 17 rows: 8-row blocks and an edge) and read b in place, whole
+    # cache lines of it per row, however large b is (here 4 MB, past the L2). The result
+    # matches torch with N ragged.
+    k, n = {torch.float32: (512, 2050), torch.bfloat16: (1024, 2050), torch.int8: (2048, 2050)}[pair.inputs]
+    a, b = random_inputs((m, n, k), pair.inputs)
+    specs = checked_specs(op, a, b, pair, tmp_path)
+    assert specs
+    dot = {torch.float32: "avx512f", torch.bfloat16: "avx512_bf16", torch.int8: "avx512_vnni"}[pair.inputs]
+    if host_has("avx512f") and host_has(dot):
+        in_place = pair.inputs == torch.float32 or m != 17
+        assert all(("packed_b" not in spec) == in_place for spec in specs), specs
+        if in_place:
+            block_m = {1: 1, 8: 8, 16: 16 if pair.inputs == torch.bfloat16 else 8, 17: 8}[m]
+            assert all(f"BLOCK_M={block_m}," in spec for spec in specs), specs
 
 
 def float16_call(op, out_dtype, m, k, n, tmp_path):

@@ -21,6 +21,12 @@ const std::vector<std::string> &matmulKnobNames();
 std::map<std::string, int64_t> defaultMatmulConfig(const Target &target, int64_t m, int64_t n,
                                                    int64_t k, const std::string &inputDtype);
 
+/// Whether the CPU's default config for an m x n x k call of `inputDtype` takes its few
+/// rows of a (under 64) in blocks that read b in place, each row of b once or twice (see
+/// matmul_config.cpp): such a call copies no panels of b.
+bool readsFewRowsInPlace(const Target &target, int64_t m, int64_t n, int64_t k,
+                         const std::string &inputDtype);
+
 /// The CPU `config` with the blocks of the tile-register kernel for an m x n x k problem
 /// of `inputDtype`: 32 x 32 (2 x 2 accumulator tiles of 16 x 16, with a tile of a and of
 /// b per band and chunk: all eight tile registers), 64 x 64 for large problems, BLOCK_K
