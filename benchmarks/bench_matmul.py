@@ -96,6 +96,8 @@ def parse_args():
                              "CPU, none on CUDA)")
     parser.add_argument("--shape", type=int, nargs=3, action="append", default=[],
                         metavar=("M", "N", "K"), help="an extra (M, N, K) shape; repeatable")
+    parser.add_argument("--only-shapes", action="store_true",
+                        help="run only the --shape shapes, not the default ones")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--negative-slope", type=float, default=0.01)
     parser.add_argument("--budget", type=float, default=0.5,
@@ -445,7 +447,7 @@ def main_cuda(args, device, dtype):
         torch.set_float32_matmul_precision("highest")
     torch.manual_seed(0)
     triton_module, no_triton = load_triton(args, device)
-    shapes = list(CUDA_QUICK_SHAPES if args.quick else CUDA_SHAPES)
+    shapes = [] if args.only_shapes else list(CUDA_QUICK_SHAPES if args.quick else CUDA_SHAPES)
     if args.skip_largest:
         shapes = [s for s in shapes if s != CUDA_SHAPES[-1]]
     shapes = sorted(set(shapes) | {tuple(s) for s in args.shape},
@@ -558,7 +560,8 @@ def environment(device):
 
 def main_cpu(args, device, dtype):
     """The CPU run: tile against torch, interleaved round by round (common.interleaved_seconds)."""
-    shapes = sorted({(s, s, s) for s in SQUARE_SIZES} | {tuple(s) for s in args.shape},
+    squares = set() if args.only_shapes else {(s, s, s) for s in SQUARE_SIZES}
+    shapes = sorted(squares | {tuple(s) for s in args.shape},
                     key=lambda s: (s[0] * s[1] * s[2], s))
     shapes = [s for s in shapes if max(s) <= args.max_size]
 
