@@ -22,8 +22,9 @@ std::map<std::string, int64_t> defaultMatmulConfig(const Target &target, int64_t
                                                    int64_t k, const std::string &inputDtype);
 
 /// Whether the CPU's default config for an m x n x k call of `inputDtype` takes its few
-/// rows of a (under 64) in blocks that read b in place, each row of b once or twice (see
-/// matmul_config.cpp): such a call copies no panels of b.
+/// rows of a (under 64) in blocks that read b as given, each row of b once or twice (see
+/// matmul_config.cpp): such a call copies b into panels only where its rows are not
+/// contiguous.
 bool readsFewRowsInPlace(const Target &target, int64_t m, int64_t n, int64_t k,
                          const std::string &inputDtype);
 
