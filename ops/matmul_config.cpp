@@ -90,7 +90,8 @@ std::map<std::string, int64_t> cpuConfig(const Target &target, int64_t n, int64_
 /// their edges take the widened path: there only whole blocks that read b at most twice
 /// (1, 2, 4, 8, 16 rows; bfloat16 32) read it in place; 17 or 60 rows lost 1.5-2.3x so.
 /// K = 11008 (a transformer's MLP): bf16 16 rows 0.46 -> 1.2x, 1 row 0.43 -> 2.0x, int8
-/// 1 row 7013 -> 4458 us; int8 8 rows at K = 8192 5248 -> 1769 us.
+/// 1 row 7013 -> 4458 us; int8 8 rows at K = 8192 5248 -> 1769 us. Other CPUs take one row
+/// so (below).
 struct FewRows {
   int64_t blockM = 0; ///< 0: not a call of few rows
 };
@@ -105,6 +106,14 @@ FewRows fewRowsOf(const Target &target, int64_t m, int64_t n, int64_t k,
   if (m <= 0 || m >= kFewRows || !(grouped || inputDtype == "f32") ||
       target.kind != TargetKind::Cpu || !target.hasFeature("avx512f") ||
       n < kLineBytes / bytesOf(inputDtype))
+    return {};
+  // Measured on AMD's Zen cores. On the AMX Xeon (the H100 machine's host, new blocks
+  // against the rule before them, alternating) only one row gained in every dtype (bf16
+  // 0.49-0.57 -> 1.54-1.61x of oneDNN, int8 1.0 -> 1.8x, float32 0.43-0.57 -> 0.85-0.93x
+  // of MKL); from 8 rows bf16 lost (8 rows 0.52-0.56 -> 0.35x, 16 rows 0.41-0.49 ->
+  // 0.23-0.32x), and at 16 rows int8 (0.71-0.75 -> 0.55x) and float32 (0.34-0.38 ->
+  // 0.29-0.32x): Intel's prefetchers do not follow a block's walk down b's rows.
+  if (m != 1 && target.arch.rfind("znver", 0) != 0)
     return {};
   int64_t cap = inputDtype == "bf16" ? 16 : 8;
   int64_t dividing = std::min<int64_t>(m & -m, cap); // the largest power of two dividing m
