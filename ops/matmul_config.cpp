@@ -99,13 +99,15 @@ struct FewRows {
 FewRows fewRowsOf(const Target &target, int64_t m, int64_t n, int64_t k,
                   const std::string &inputDtype) {
   constexpr int64_t kFewRows = 64, kLineBytes = 64, kPastTheL2 = int64_t(4) << 20;
+  // The shape first: the binding asks on every call, and most calls are not of few rows.
+  if (m <= 0 || m >= kFewRows || n < kLineBytes / bytesOf(inputDtype) ||
+      target.kind != TargetKind::Cpu || !target.hasFeature("avx512f"))
+    return {};
   // bf16 and int8 on their dot-product instructions (vdpbf16ps, vpdpbusd), which take b's
   // k in groups; hosts without them widen the operands, a kernel not measured here.
   bool grouped = (inputDtype == "bf16" && target.hasFeature("avx512bf16")) ||
                  (inputDtype == "i8" && target.hasFeature("avx512vnni"));
-  if (m <= 0 || m >= kFewRows || !(grouped || inputDtype == "f32") ||
-      target.kind != TargetKind::Cpu || !target.hasFeature("avx512f") ||
-      n < kLineBytes / bytesOf(inputDtype))
+  if (!grouped && inputDtype != "f32")
     return {};
   // Measured on AMD's Zen cores. On the AMX Xeon (the H100 machine's host, new blocks
   // against the rule before them, alternating) only one row gained in every dtype (bf16

@@ -5,7 +5,6 @@ Shapes are written (M, N, K) throughout: a is M x K, b is K x N and the result i
 """
 
 import math
-import pathlib
 import re
 import subprocess
 import sys
@@ -478,10 +477,6 @@ def test_groups_of_k_are_read_from_panels_at_any_size(op, pair, shape, tmp_path)
         assert all(f"packed_b={group}" in spec for spec in specs), specs
 
 
-def host_has(flag):
-    return flag in pathlib.Path("/proc/cpuinfo").read_text()
-
-
 @pytest.mark.parametrize("op, pair", [p for p in OP_PAIRS if p.values[1].inputs in (torch.float32, torch.bfloat16, torch.int8)])
 @pytest.mark.parametrize("m", [1, 8, 16, 17])
 def test_few_rows_read_b_in_place(op, pair, m, tmp_path):
@@ -495,7 +490,9 @@ def test_few_rows_read_b_in_place(op, pair, m, tmp_path):
     specs = checked_specs(op, a, b, pair, tmp_path)
     assert specs
     dot = {torch.float32: "avx512f", torch.bfloat16: "avx512_bf16", torch.int8: "avx512_vnni"}[pair.inputs]
-    if host_has("avx512f") and host_has(dot) and (m == 1 or host_has("AuthenticAMD")):
+    flags = cpu_flags()
+    zen = torch_tile.runtime.host_target().startswith("cpu:znver")
+    if "avx512f" in flags and dot in flags and (m == 1 or zen):
         in_place = pair.inputs == torch.float32 or m != 17
         assert all(("packed_b" not in spec) == in_place for spec in specs), specs
         if in_place:

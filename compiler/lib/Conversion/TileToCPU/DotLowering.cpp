@@ -329,6 +329,15 @@ std::optional<GroupedDot> groupedDotFor(const OperandView &a, Type accElement, i
   return dot;
 }
 
+/// The address of element (row, col) of a view whose columns are unit-stride.
+Value unitStrideElementAt(OpBuilder &b, Location loc, const OperandView &view, int64_t row,
+                          Value col) {
+  Value offset = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, i64Constant(b, loc, row), view.rowStride), col);
+  return LLVM::GEPOp::create(b, loc, view.base.getType(), view.element, view.base,
+                             ArrayRef<LLVM::GEPArg>{offset});
+}
+
 /// The bytes of a's rows that each step of a flipped K loop sums: two groups of k.
 constexpr int64_t kRowSumBytes = 8;
 /// The k a flipped K loop takes at most: BLOCK_K's bound. Each of a row's four i16 lanes
@@ -366,12 +375,6 @@ flippedKLoop(OpBuilder &b, Location loc, const OperandView &a, ValueRange accRow
   auto bytesType = VectorType::get({kRowSumBytes}, a.element);
   auto sumsType = VectorType::get({kRowSumBytes / 2}, b.getI16Type());
   unsigned align = elementBytes(a.element);
-  auto rowBytesAt = [&](OpBuilder &b, Location loc, int64_t row, Value first) -> Value {
-    Value offset = arith::AddIOp::create(
-        b, loc, arith::MulIOp::create(b, loc, i64Constant(b, loc, row), a.rowStride), first);
-    return LLVM::GEPOp::create(b, loc, a.base.getType(), a.element, a.base,
-                               ArrayRef<LLVM::GEPArg>{offset});
-  };
   Value step = i64Constant(b, loc, kRowSumBytes);
   Value wholeSteps = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, end, step), step);
   SmallVector<Value> init(accRows);
@@ -384,8 +387,8 @@ flippedKLoop(OpBuilder &b, Location loc, const OperandView &a, ValueRange accRow
           rows =
               groupOfK(b, loc, arith::AddIOp::create(b, loc, first, i64Constant(b, loc, kk)), rows);
         for (int64_t i = 0; i < rowCount; ++i) {
-          Value bytes =
-              LLVM::LoadOp::create(b, loc, bytesType, rowBytesAt(b, loc, i, first), align);
+          Value bytes = LLVM::LoadOp::create(b, loc, bytesType,
+                                             unitStrideElementAt(b, loc, a, i, first), align);
           rows.push_back(addBytesOfRow(b, loc, state[rowCount + i], bytes));
         }
         scf::YieldOp::create(b, loc, rows);
@@ -407,8 +410,8 @@ flippedKLoop(OpBuilder &b, Location loc, const OperandView &a, ValueRange accRow
   SmallVector<Value> rows;
   for (int64_t i = 0; i < rowCount; ++i) {
     Value row = rest.getResult(i);
-    Value bytes = LLVM::MaskedLoadOp::create(b, loc, bytesType, rowBytesAt(b, loc, i, wholeSteps),
-                                             mask, zeroBytes, align);
+    Value bytes = LLVM::MaskedLoadOp::create(
+        b, loc, bytesType, unitStrideElementAt(b, loc, a, i, wholeSteps), mask, zeroBytes, align);
     Value sums = addBytesOfRow(b, loc, steps.getResult(rowCount + i), bytes);
     sums =
         arith::ExtSIOp::create(b, loc, VectorType::get({kRowSumBytes / 2}, b.getI32Type()), sums);
@@ -542,10 +545,7 @@ SmallVector<Value> groupedMicrokernel(OpBuilder &b, Location loc, const OperandV
   };
   // a's group (a[i, kk], ..., a[i, kk + g - 1]) as one word.
   auto aWordAt = [&](OpBuilder &b, Location loc, int64_t i, Value kk) -> Value {
-    Value offset = arith::AddIOp::create(
-        b, loc, arith::MulIOp::create(b, loc, i64Constant(b, loc, i), a.rowStride), kk);
-    Value ptr =
-        LLVM::GEPOp::create(b, loc, ptrType, a.element, a.base, ArrayRef<LLVM::GEPArg>{offset});
+    Value ptr = unitStrideElementAt(b, loc, a, i, kk);
     if (fullBlocks)
       return LLVM::LoadOp::create(b, loc, i32, ptr, align);
     Value rowOn = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, i64Constant(b, loc, i),
