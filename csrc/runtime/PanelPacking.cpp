@@ -208,11 +208,27 @@ void interleaveRows(const Element *from, int64_t rowStride, uint32_t *to, int64_
 /// side by side take each row of groups together, so that the source's rows are read in
 /// runs of kPanelsAbreast panels (a panel's own run is 64 bytes of int8 at width 64, and
 /// rows read a line each ran at 4 GB/s past the L2).
+/// Asks for `rows` runs of `runBytes` bytes, `rowBytes` apart, to be brought into the
+/// caches. A copy that walks down a panel's rows reads each from another page where the
+/// rows are 4 KB or more long, and the hardware prefetchers, which follow a stream within
+/// a page, leave every such read to wait for memory.
+void prefetchRuns(const void *first, int64_t rowBytes, int64_t rows, int64_t runBytes) {
+  constexpr int64_t kLineBytes = 64;
+  const char *row = static_cast<const char *>(first);
+  for (int64_t r = 0; r < rows; ++r, row += rowBytes)
+    for (int64_t offset = 0; offset < runBytes; offset += kLineBytes)
+      __builtin_prefetch(row + offset, /*rw=*/0, /*locality=*/3);
+}
+
 template <typename Element>
 void packGrouped(const Element *from, int64_t rowStride, int64_t colStride,
                  const tile::runtime::PanelLayout &layout, Element *to, int64_t firstPanel,
                  int64_t lastPanel) {
   constexpr int64_t kPanelsAbreast = 8;
+  // The source rows of the group kGroupsAhead groups on are asked for before each group
+  // is interleaved. 2 threads, znver5, int8 32x4096x4096 (b copied into panels, each of
+  // its rows a page): 2.48 ms -> 1.18 ms for 4 groups ahead (1: 1.41, 2: 1.24, 8: 1.29).
+  constexpr int64_t kGroupsAhead = 4;
   int64_t width = layout.width, g = layout.group, rows = layout.rows;
   for (int64_t first = firstPanel; first < lastPanel; first += kPanelsAbreast) {
     int64_t last = std::min(first + kPanelsAbreast, lastPanel);
@@ -227,6 +243,9 @@ void packGrouped(const Element *from, int64_t rowStride, int64_t colStride,
           continue;
         }
         const Element *in = from + p * width * colStride + group * g * rowStride;
+        if (colStride == 1 && (group + kGroupsAhead + 1) * g <= rows)
+          prefetchRuns(in + kGroupsAhead * g * rowStride, rowStride * sizeof(Element), g,
+                       columns * sizeof(Element));
         if (colStride == 1 && valid == g && sizeof(Element) * g == sizeof(uint32_t)) {
           auto *words = reinterpret_cast<uint32_t *>(out);
           if constexpr (sizeof(Element) == 2)
