@@ -493,7 +493,8 @@ def test_few_rows_read_b_in_place(op, pair, m, tmp_path):
     flags = cpu_flags()
     zen = torch_tile.runtime.host_target().startswith("cpu:znver")
     if "avx512f" in flags and dot in flags and (m == 1 or zen):
-        in_place = pair.inputs == torch.float32 or m != 17
+        # int8 reads b in place only in one pass: 16 rows take its panels.
+        in_place = pair.inputs == torch.float32 or m != 17 and not (pair.inputs == torch.int8 and m == 16)
         assert all(("packed_b" not in spec) == in_place for spec in specs), specs
         if in_place:
             block_m = {1: 1, 8: 8, 16: 16 if pair.inputs == torch.bfloat16 else 8, 17: 8}[m]
