@@ -48,7 +48,8 @@ void tile::runtime::launchCpuInRowBands(const LoadedKernel &kernel, void **args,
 void tile::runtime::launchCpuInColumnBands(
     const LoadedKernel &kernel, void **args, int64_t rowBlocks, int64_t colBlocks, int64_t grain,
     const std::function<void(void **)> &prepare,
-    const std::function<void(int64_t, int64_t)> &writeColumns, const ParallelFor &parallelFor) {
+    const std::function<void(int64_t, int64_t, void **)> &writeColumns, int64_t columnsPerWrite,
+    const ParallelFor &parallelFor) {
   if (!kernel.cpuEntry)
     throw std::logic_error("kernel " + kernel.spec + " was not compiled for the CPU");
   if (rowBlocks < 1 || colBlocks < 0 || rowBlocks * colBlocks > INT32_MAX)
@@ -81,18 +82,34 @@ void tile::runtime::launchCpuInColumnBands(
       int64_t none = 0;
       state[c].compare_exchange_strong(none, me | kWriting, std::memory_order_acq_rel);
     }
-    // Each run of claimed columns in one write (several panels abreast read b's rows in
-    // longer runs).
+    void *own[kArgumentSlots];
+    std::copy(args, args + kArgumentSlots, own);
+    prepare(own);
+    auto runWith = [&](void **arguments, int64_t c) {
+      entry(arguments, std::max(first, c * rowBlocks), std::min(last, (c + 1) * rowBlocks),
+            programs, 1, 1);
+    };
+    auto run = [&](int64_t c) { runWith(own, c); };
+    // The columns no other task runs, where they are written for this task alone.
+    int64_t ownFrom = lastColumn, ownTo = lastColumn;
+    if (columnsPerWrite > 0) {
+      ownFrom = (first + rowBlocks - 1) / rowBlocks;
+      ownTo = std::max(ownFrom, last / rowBlocks);
+    }
+    auto shared = [&](int64_t c) { return mine(c) && (c < ownFrom || c >= ownTo); };
+    // Each run of claimed columns that others may read in one write (several panels
+    // abreast read b's rows in longer runs), before any program: another task may wait
+    // for them.
     for (int64_t c = firstColumn; c < lastColumn;) {
-      if (!mine(c)) {
+      if (!shared(c)) {
         ++c;
         continue;
       }
       int64_t end = c + 1;
-      while (end < lastColumn && mine(end))
+      while (end < lastColumn && shared(end))
         ++end;
       try {
-        writeColumns(c, end);
+        writeColumns(c, end, nullptr);
       } catch (...) {
         for (int64_t f = c; f < lastColumn; ++f)
           if (mine(f))
@@ -103,15 +120,17 @@ void tile::runtime::launchCpuInColumnBands(
         state[w].store(me | kWritten, std::memory_order_release);
       c = end;
     }
-    void *own[kArgumentSlots];
-    std::copy(args, args + kArgumentSlots, own);
-    prepare(own);
-    auto run = [&](int64_t c) {
-      entry(own, std::max(first, c * rowBlocks), std::min(last, (c + 1) * rowBlocks), programs, 1,
-            1);
-    };
+    // No other task waits for these. Their writes may repoint a copy of the arguments.
+    for (int64_t c = ownFrom; c < ownTo;) {
+      int64_t end = std::min(ownTo, c + columnsPerWrite);
+      void *alone[kArgumentSlots];
+      std::copy(own, own + kArgumentSlots, alone);
+      writeColumns(c, end, alone);
+      for (; c < end; ++c)
+        runWith(alone, c);
+    }
     for (int64_t c = firstColumn; c < lastColumn; ++c)
-      if (mine(c))
+      if (shared(c))
         run(c);
     for (int64_t c = firstColumn; c < lastColumn; ++c) {
       if (mine(c))

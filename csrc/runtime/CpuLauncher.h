@@ -46,12 +46,18 @@ void launchCpuInRowBands(const LoadedKernel &kernel, void **args, int64_t rowBlo
 /// runs last the one where the tasks' split falls inside a column (5 columns on 2
 /// threads), once the task that claimed it has written it. No barrier separates the writes
 /// from the programs, and no thread waits for a whole column's share of the work.
+///
+/// `writeColumns(first, last, own)` writes where every task may read (`own` null), or,
+/// given the task's own argument pointers, where the task alone reads: it may point them
+/// at a buffer of its own. Where `columnsPerWrite` > 0, the columns that lie whole inside
+/// a task's programs (no other task runs any of them) are written so, that many at a
+/// time, each run right after its write, while it is in the core's cache.
 constexpr int kArgumentSlots = 20;
 void launchCpuInColumnBands(const LoadedKernel &kernel, void **args, int64_t rowBlocks,
                             int64_t colBlocks, int64_t grain,
                             const std::function<void(void **)> &prepare,
-                            const std::function<void(int64_t, int64_t)> &writeColumns,
-                            const ParallelFor &parallelFor);
+                            const std::function<void(int64_t, int64_t, void **)> &writeColumns,
+                            int64_t columnsPerWrite, const ParallelFor &parallelFor);
 
 } // namespace tile::runtime
 

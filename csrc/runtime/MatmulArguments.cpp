@@ -96,9 +96,9 @@ void MatmulArguments::pack(const StridedOperand &aOperand, const StridedOperand 
   }
   slope = negativeSlope.value_or(0.0f);
   auto index = [&](int i) -> void * { return indexBits == 32 ? static_cast<void *>(&narrow[i]) : &wide[i]; };
-  int arg = 0;
-  args[arg++] = &a;
-  args[arg++] = &b;
+  args[kA] = &a;
+  args[kB] = &b;
+  int arg = 2;
   args[arg++] = &c;
   for (int i = 0; i < 9; ++i)
     args[arg++] = index(i);

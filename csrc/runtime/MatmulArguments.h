@@ -51,6 +51,8 @@ std::string matmulTuningBucket(const std::string &op, const std::vector<std::str
 /// stride, with indices of the kernel's width. `args` points into this object, so it
 /// stays where it was packed.
 struct MatmulArguments {
+  /// The kernel's arguments that point at a's and b's data pointers.
+  static constexpr int kA = 0, kB = 1;
   const void *a = nullptr, *b = nullptr, *bias = nullptr;
   void *c = nullptr;
   int64_t wide[10] = {}; ///< M, N, K, the six strides of a, b, c, the bias's stride

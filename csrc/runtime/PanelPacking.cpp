@@ -318,7 +318,7 @@ void checkGroups(const tile::runtime::PanelLayout &layout) {
 } // namespace
 
 void *tile::runtime::threadScratch(ScratchUse use, int64_t bytes) {
-  constexpr int kUses = 6;
+  constexpr int kUses = 7;
   thread_local std::unique_ptr<void, FreeBuffer> kept[kUses];
   thread_local int64_t keptBytes[kUses] = {};
   thread_local std::unique_ptr<void, FreeBuffer> once[kUses];
@@ -391,6 +391,20 @@ void tile::runtime::packPanelRange(const void *source, int64_t rowStride, int64_
   }
   if (last == layout.panels())
     zeroPastTheColumns(layout, to);
+}
+
+void tile::runtime::packPanelsInto(const void *source, int64_t rowStride, int64_t colStride,
+                                   const PanelLayout &layout, int64_t first, int64_t last,
+                                   void *to) {
+  if (first < 0 || last > layout.panels() || first >= last)
+    throw std::invalid_argument("packPanelsInto: panels [" + std::to_string(first) + ", " +
+                                std::to_string(last) + ") of " + std::to_string(layout.panels()));
+  // The same panels of the columns from `first`'s on, as a matrix of their own.
+  PanelLayout part = layout;
+  part.cols = std::min(layout.cols, last * layout.width) - first * layout.width;
+  const char *from =
+      static_cast<const char *>(source) + first * layout.width * colStride * layout.elementBytes;
+  packPanelRange(from, rowStride, colStride, part, to, 0, last - first);
 }
 
 void tile::runtime::packPanels(const void *source, int64_t rowStride, int64_t colStride,

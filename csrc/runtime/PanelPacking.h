@@ -50,6 +50,12 @@ void packPanels(const void *source, int64_t rowStride, int64_t colStride, const 
 void packPanelRange(const void *source, int64_t rowStride, int64_t colStride,
                     const PanelLayout &layout, void *panels, int64_t first, int64_t last);
 
+/// The panels [first, last) of packPanels' copy written from the start of `to` (panel
+/// `first` at `to`), a buffer of (last - first) * panelStride() elements: a task's own
+/// copy of the panels it alone reads.
+void packPanelsInto(const void *source, int64_t rowStride, int64_t colStride,
+                    const PanelLayout &layout, int64_t first, int64_t last, void *to);
+
 /// Copies `rows` runs of `rowBytes` bytes, `fromStride` bytes apart, to `to`, `toStride`
 /// bytes apart, each followed by zeros up to the next, over `parallelFor`'s threads.
 void copyRows(const void *from, int64_t fromStride, int64_t rows, int64_t rowBytes, void *to,
@@ -57,8 +63,9 @@ void copyRows(const void *from, int64_t fromStride, int64_t rows, int64_t rowByt
 
 /// What a thread's scratch buffer holds during a call: b's panels, the converted copies
 /// (float32, or bfloat16 terms) of a float16 call's a and b, a's rows moved onto whole
-/// cache lines, or a float16 call's transposed a and b copied to rows.
-enum class ScratchUse { Panels, FloatA, FloatB, AlignedA, RowsOfHalvesA, RowsOfHalvesB };
+/// cache lines, a float16 call's transposed a and b copied to rows, or the panels a
+/// launch's task writes for itself (packPanelsInto).
+enum class ScratchUse { Panels, FloatA, FloatB, AlignedA, RowsOfHalvesA, RowsOfHalvesB, OwnPanels };
 
 /// A buffer of at least `bytes` for the calling thread's `use`, valid until its next call
 /// for the same use. Buffers up to kRetainedPanelBytes are kept for the next call: a

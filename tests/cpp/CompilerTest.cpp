@@ -307,7 +307,8 @@ void recordColumnBand(void **, int64_t begin, int64_t end, int32_t gx, int32_t g
 TEST(Compiler, ColumnBandLaunchWritesEachColumnOnceBeforeItsPrograms) {
   // 5 block columns of 4 block rows in two tasks of 10 programs: the split falls inside
   // column 2, which one task writes and both run. Every program runs once, after its
-  // column's one write, whether the tasks run on threads or on one thread, in either order.
+  // column's one write, whether the tasks run on threads or on one thread, in either order,
+  // and whether or not each task writes the columns it runs alone for itself.
   runtime::LoadedKernel kernel;
   kernel.cpuEntry = recordColumnBand;
   auto tasksOf = [](bool threads, bool reversed) {
@@ -328,32 +329,98 @@ TEST(Compiler, ColumnBandLaunchWritesEachColumnOnceBeforeItsPrograms) {
         thread.join();
     };
   };
-  for (bool threads : {false, true})
-    for (bool reversed : {false, true}) {
-      columnWrites.assign(kBandColumns, 0);
-      programRuns.assign(kBandRows * kBandColumns, 0);
-      programsBeforeTheirColumn.assign(kBandRows * kBandColumns, 0);
-      int prepared = 0;
-      void *args[runtime::kArgumentSlots] = {};
-      runtime::launchCpuInColumnBands(
-          kernel, args, kBandRows, kBandColumns, 10,
-          [&](void **) {
-            std::lock_guard<std::mutex> lock(columnBandMutex);
-            ++prepared;
-          },
-          [&](int64_t first, int64_t last) {
-            std::lock_guard<std::mutex> lock(columnBandMutex);
-            for (int64_t column = first; column < last; ++column)
-              ++columnWrites[size_t(column)];
-          },
-          tasksOf(threads, reversed));
-      SCOPED_TRACE(std::string(threads ? "threads" : "one thread") +
-                   (reversed ? ", reversed" : ""));
-      EXPECT_EQ(prepared, 2);
-      EXPECT_EQ(columnWrites, std::vector<int>(kBandColumns, 1));
-      EXPECT_EQ(programRuns, std::vector<int>(kBandRows * kBandColumns, 1));
-      EXPECT_EQ(programsBeforeTheirColumn, std::vector<int>(kBandRows * kBandColumns, 0));
+  for (int64_t perWrite : {0, 2})
+    for (bool threads : {false, true})
+      for (bool reversed : {false, true}) {
+        columnWrites.assign(kBandColumns, 0);
+        programRuns.assign(kBandRows * kBandColumns, 0);
+        programsBeforeTheirColumn.assign(kBandRows * kBandColumns, 0);
+        int prepared = 0;
+        void *args[runtime::kArgumentSlots] = {};
+        runtime::launchCpuInColumnBands(
+            kernel, args, kBandRows, kBandColumns, 10,
+            [&](void **) {
+              std::lock_guard<std::mutex> lock(columnBandMutex);
+              ++prepared;
+            },
+            [&](int64_t first, int64_t last, void **) {
+              std::lock_guard<std::mutex> lock(columnBandMutex);
+              for (int64_t column = first; column < last; ++column)
+                ++columnWrites[size_t(column)];
+            },
+            perWrite, tasksOf(threads, reversed));
+        SCOPED_TRACE(std::string(threads ? "threads" : "one thread") +
+                     (reversed ? ", reversed" : "") + ", columns per write " +
+                     std::to_string(perWrite));
+        EXPECT_EQ(prepared, 2);
+        EXPECT_EQ(columnWrites, std::vector<int>(kBandColumns, 1));
+        EXPECT_EQ(programRuns, std::vector<int>(kBandRows * kBandColumns, 1));
+        EXPECT_EQ(programsBeforeTheirColumn, std::vector<int>(kBandRows * kBandColumns, 0));
+      }
+}
+
+// Per program, the first argument it ran with (a column's own marker, or none).
+std::vector<const void *> programArgument;
+
+void recordColumnArgument(void **args, int64_t begin, int64_t end, int32_t gx, int32_t gy,
+                          int32_t gz) {
+  recordColumnBand(args, begin, end, gx, gy, gz);
+  std::lock_guard<std::mutex> lock(columnBandMutex);
+  for (int64_t program = begin; program < end; ++program)
+    programArgument[size_t(program)] = args[0];
+}
+
+TEST(Compiler, ColumnBandLaunchWritesTheColumnsATaskRunsAloneForItself) {
+  // 5 block columns of 4 block rows in two tasks of 10 programs: columns 0, 1 and 3, 4
+  // lie whole in one task's programs, column 2 in both. With columns per write, each task
+  // writes its whole columns that many at a time for itself (given its own arguments,
+  // which it points at its own data) and runs them with those arguments; column 2 is
+  // written once where both read it, and run with the launch's arguments.
+  runtime::LoadedKernel kernel;
+  kernel.cpuEntry = recordColumnArgument;
+  std::vector<int> markers(kBandColumns);
+  for (int64_t perWrite : {1, 2}) {
+    columnWrites.assign(kBandColumns, 0);
+    programRuns.assign(kBandRows * kBandColumns, 0);
+    programsBeforeTheirColumn.assign(kBandRows * kBandColumns, 0);
+    programArgument.assign(kBandRows * kBandColumns, nullptr);
+    std::vector<std::pair<int64_t, int64_t>> ownWrites;
+    void *args[runtime::kArgumentSlots] = {};
+    runtime::launchCpuInColumnBands(
+        kernel, args, kBandRows, kBandColumns, 10, [](void **) {},
+        [&](int64_t first, int64_t last, void **own) {
+          std::lock_guard<std::mutex> lock(columnBandMutex);
+          for (int64_t column = first; column < last; ++column)
+            ++columnWrites[size_t(column)];
+          if (!own)
+            return;
+          ownWrites.push_back({first, last});
+          own[0] = &markers[size_t(first)];
+        },
+        perWrite,
+        [](int64_t begin, int64_t end, int64_t grain,
+           const std::function<void(int64_t, int64_t)> &body) {
+          for (int64_t start = begin; start < end; start += grain)
+            body(start, std::min(end, start + grain));
+        });
+    SCOPED_TRACE("columns per write " + std::to_string(perWrite));
+    EXPECT_EQ(columnWrites, std::vector<int>(kBandColumns, 1));
+    EXPECT_EQ(programRuns, std::vector<int>(kBandRows * kBandColumns, 1));
+    EXPECT_EQ(programsBeforeTheirColumn, std::vector<int>(kBandRows * kBandColumns, 0));
+    std::sort(ownWrites.begin(), ownWrites.end());
+    std::vector<std::pair<int64_t, int64_t>> expected =
+        perWrite == 1 ? std::vector<std::pair<int64_t, int64_t>>{{0, 1}, {1, 2}, {3, 4}, {4, 5}}
+                      : std::vector<std::pair<int64_t, int64_t>>{{0, 2}, {3, 5}};
+    EXPECT_EQ(ownWrites, expected);
+    for (int64_t program = 0; program < kBandRows * kBandColumns; ++program) {
+      int64_t column = program / kBandRows;
+      const void *want = nullptr;
+      for (auto [first, last] : expected)
+        if (column >= first && column < last)
+          want = &markers[size_t(first)];
+      EXPECT_EQ(programArgument[size_t(program)], want) << "program " << program;
     }
+  }
 }
 
 TEST(Compiler, KeepsEveryStageInOrder) {

@@ -11,6 +11,7 @@
 
 #include <functional>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -170,6 +171,34 @@ TEST(PanelPacking, RangesOfPanelsMakeTheWholeCopy) {
       packPanelRange(source.data(), rowStride, colStride, layout, parts.data(), first, last);
     EXPECT_EQ(parts, whole) << "strides " << rowStride << ", " << colStride << ", groups of "
                             << group;
+  }
+}
+
+TEST(PanelPacking, PanelsIntoABufferOfTheirOwn) {
+  // A task's own copy of a range of panels holds, from its start, what packPanels writes
+  // for those panels, the last one's zeros past the matrix's columns too.
+  for (auto [rowStride, colStride, group] : {std::tuple{int64_t(70), int64_t(1), int64_t(1)},
+                                             {int64_t(1), int64_t(37), int64_t(1)},
+                                             {int64_t(70), int64_t(1), int64_t(2)},
+                                             {int64_t(1), int64_t(37), int64_t(2)}}) {
+    PanelLayout layout{37, 70, 16, 2, group};
+    std::vector<uint16_t> source(size_t(36 * rowStride + 69 * colStride + 1));
+    for (size_t i = 0; i < source.size(); ++i)
+      source[i] = uint16_t(i * 131 + 7);
+    std::vector<uint16_t> whole(size_t(layout.bytes() / 2), 0x5a5a);
+    packPanels(source.data(), rowStride, colStride, layout, whole.data());
+    int64_t stride = layout.panelStride();
+    for (auto [first, last] :
+         {std::pair{int64_t(0), int64_t(2)}, {int64_t(2), int64_t(3)}, {int64_t(3), int64_t(5)}}) {
+      std::vector<uint16_t> own(size_t((last - first) * stride), 0x5a5a);
+      packPanelsInto(source.data(), rowStride, colStride, layout, first, last, own.data());
+      EXPECT_TRUE(std::equal(own.begin(), own.end(), whole.begin() + first * stride))
+          << "panels " << first << ".." << last << ", strides " << rowStride << ", " << colStride
+          << ", groups of " << group;
+    }
+    std::vector<uint16_t> one(static_cast<size_t>(stride));
+    EXPECT_THROW(packPanelsInto(source.data(), rowStride, colStride, layout, 4, 6, one.data()),
+                 std::invalid_argument);
   }
 }
 
