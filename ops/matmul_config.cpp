@@ -87,9 +87,8 @@ std::map<std::string, int64_t> cpuConfig(const Target &target, int64_t n, int64_
 /// another pass over b, which pays where whole blocks would need two more passes (17 rows:
 /// 8 x 64 with an edge 1.64x against 1 x 64's 0.50x; 12 rows: 4 x 64 1.88x against 8 x
 /// 64's 1.19x). bf16 and int8 read in place interleave b's groups of k at every block, and
-/// their edges take the widened path: there only whole blocks that read b at most twice
-/// (bfloat16: 1, 2, 4, 8, 16, 32 rows) or, for int8, once (1, 2, 4, 8 rows) read it in
-/// place; 17 or 60 rows lost 1.5-2.3x so.
+/// their edges take the widened path: there only whole blocks that read b once (1, 2, 4,
+/// 8 rows; bfloat16 16) read it in place; 17 or 60 rows lost 1.5-2.3x so.
 /// K = 11008 (a transformer's MLP): bf16 16 rows 0.46 -> 1.2x, 1 row 0.43 -> 2.0x, int8
 /// 1 row 7013 -> 4458 us; int8 8 rows at K = 8192 5248 -> 1769 us. Other CPUs take one row
 /// so (below).
@@ -121,16 +120,14 @@ FewRows fewRowsOf(const Target &target, int64_t m, int64_t n, int64_t k,
   int64_t cap = inputDtype == "bf16" ? 16 : 8;
   int64_t dividing = std::min<int64_t>(m & -m, cap); // the largest power of two dividing m
   if (grouped) {
-    // A second pass reads each block column of b (k rows of 64 bytes) from the L2 where it
-    // fits in half of it: int8 16 rows at K = 11008 (704 KB columns) lost 9% in place.
-    // int8 reads b once only: since its panels are copied with the source rows asked for
-    // ahead, 16 rows run faster on panels (against _int_mm, alternating: 16x4096x4096
-    // 0.80-0.85x in place, 1.13-1.21x on panels); 8 rows stay in place (1.45-1.71x against
-    // 1.21-1.27x).
-    constexpr int64_t kHalfTheL2 = int64_t(512) << 10;
-    int64_t passes = m / dividing, passesInPlace = inputDtype == "i8" ? 1 : 2;
-    bool inPlace = k * n * bytesOf(inputDtype) >= kPastTheL2 && passes <= passesInPlace &&
-                   (passes == 1 || k * kLineBytes <= kHalfTheL2);
+    // b is read in place only where one block takes every row: a second pass lost to b's
+    // panels once those were copied with the source rows asked for ahead, each task's own
+    // right before its programs read them (2 threads, alternating: int8 16x4096x4096
+    // 0.80-0.85x of _int_mm in place, 1.13-1.21x and then 1.88x on panels; bf16
+    // 32x4096x4096 0.95-1.05x of oneDNN in place, 1.48x on panels). In one pass the two
+    // tie or in place leads (int8 8x4096x4096 1.53-1.85x against 1.57-1.93x, bf16
+    // 8x4096x4096 1.75-2.21x against 1.75-1.80x).
+    bool inPlace = k * n * bytesOf(inputDtype) >= kPastTheL2 && m == dividing;
     return inPlace ? FewRows{dividing} : FewRows{};
   }
   int64_t below = std::min<int64_t>(cap, int64_t(1) << (63 - __builtin_clzll(uint64_t(m))));
