@@ -18,7 +18,9 @@
 #include <optional>
 #include <random>
 #include <stdexcept>
+#include <sys/mman.h>
 #include <tuple>
+#include <unistd.h>
 #include <vector>
 
 using namespace tile;
@@ -371,6 +373,76 @@ TEST_P(GroupedPanels, KernelReadsBInGroupsOfK) {
       ASSERT_TRUE(bf16 ? std::isnan(cf[i]) : ci[i] == 0x7eadbeef)
           << "kernel wrote past the end of C";
   }
+}
+
+TEST_P(GroupedPanels, EdgeBlockRowsStopAtAnUnmappedPage) {
+  // A block row at M's edge takes rows past a's: where a ends at a page's end and the
+  // next page is not mapped, the kernel reads none of them (a masked load there still
+  // takes an address, which costs the CPU a fault-suppression assist per load) and gives
+  // the product of the rows a has.
+  const GroupedPanelCase &c = GetParam();
+  if (!Target::host().hasFeature(c.feature))
+    GTEST_SKIP() << "this CPU has no " << c.feature;
+  auto spec = tile::testing::matmulSpec("matmul", c.in, c.out, c.blockM, c.blockN, c.blockK);
+  spec.config["packed_b"] = c.group;
+  spec.config["unit_strides"] = 1 << 1 | 1 << 5;
+  bool bf16 = c.group == 2;
+  // AMX tile loads read whole rows of a: there the binding pads a's copy to whole blocks.
+  if (c.blockM >= 32 && Target::host().hasFeature(bf16 ? "amx-bf16" : "amx-int8"))
+    GTEST_SKIP() << "the tile registers read a's rows past M from a padded copy";
+  auto kernel = compileAndLoad(spec, Target::host());
+  int64_t eb = bf16 ? 2 : 1, page = sysconf(_SC_PAGESIZE);
+  int64_t m = c.blockM + 1, n = 2 * c.blockN, k = page / eb;
+  // a's m rows fill whole pages, the next page unmapped.
+  int64_t aBytes = m * k * eb;
+  void *region = mmap(nullptr, size_t(aBytes + page), PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(region, MAP_FAILED);
+  ASSERT_EQ(mprotect(static_cast<char *>(region) + aBytes, size_t(page), PROT_NONE), 0);
+  std::mt19937 rng(17);
+  std::uniform_int_distribution<int> small(-8, 7);
+  std::vector<double> av(size_t(m * k)), bv(size_t(k * n));
+  auto *a16 = static_cast<uint16_t *>(region);
+  auto *a8 = static_cast<int8_t *>(region);
+  std::vector<uint16_t> b16(size_t(k * n));
+  std::vector<int8_t> b8(size_t(k * n));
+  for (size_t i = 0; i < av.size(); ++i) {
+    int v = small(rng);
+    if (bf16)
+      a16[i] = bf16Bits(float(v));
+    else
+      a8[i] = int8_t(v);
+    av[i] = v;
+  }
+  for (size_t i = 0; i < bv.size(); ++i) {
+    int v = small(rng);
+    b16[i] = bf16Bits(float(v));
+    b8[i] = int8_t(v);
+    bv[i] = v;
+  }
+  const void *bData = bf16 ? static_cast<const void *>(b16.data()) : b8.data();
+  PanelLayout layout{k, n, c.blockN, eb, c.group};
+  std::vector<uint8_t> panels(size_t(layout.bytes()), 0xff);
+  packPanels(bData, n, 1, layout, panels.data());
+  std::vector<float> cf(size_t(m * n), NAN);
+  std::vector<int32_t> ci(size_t(m * n), 0x7eadbeef);
+  void *cData = bf16 ? static_cast<void *>(cf.data()) : ci.data();
+  StridedOperand aOperand{region, 2, {m, k}, {k, 1}, eb}, bOperand{bData, 2, {k, n}, {n, 1}, eb};
+  int64_t cStrides[2] = {n, 1};
+  MatmulArguments arguments;
+  arguments.pack(aOperand, bOperand, cData, cStrides, nullptr, std::nullopt, 32);
+  arguments.useBPanels(panels.data(), layout);
+  launchCpu(*kernel, arguments.args,
+            Grid{int32_t(((m + c.blockM - 1) / c.blockM) * (n / c.blockN)), 1, 1}, 1);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = 0;
+      for (int64_t kk = 0; kk < k; ++kk)
+        sum += av[size_t(i * k + kk)] * bv[size_t(kk * n + j)];
+      ASSERT_EQ(bf16 ? double(cf[size_t(i * n + j)]) : double(ci[size_t(i * n + j)]), sum)
+          << i << ", " << j;
+    }
+  munmap(region, size_t(aBytes + page));
 }
 
 INSTANTIATE_TEST_SUITE_P(
