@@ -454,18 +454,27 @@ bool tile::binding::packsBIntoPanels(int64_t m, int64_t n, int64_t k, int64_t el
   //   row (int8 1x4096x4096 0.75 -> 0.97x, 16x4096x4096 0.41 -> 1.08x, 32x4096x4096 0.24
   //   -> 1.00x, 16x2048x2048 0.62 -> 1.11x; bf16 16x2048x2048 0.60 -> 1.25x,
   //   32x4096x4096 0.58 -> 0.77x, 16x4096x4096 0.90 -> 0.79x).
+  // - With the copy's rows asked for ahead and each task's panels its own (see
+  //   PanelPacking and launchCpuInColumnBands), grouped b of 1 MB or more (the L2 of AMD's
+  //   Zen 4 and 5 cores) repays the copy from 17 rows (2 threads, znver5, alternating):
+  //   int8 17x1024x1024 0.44-0.50 -> 0.89-1.00x of _int_mm, 32x1024x1024 0.74-0.81 ->
+  //   1.00-1.15x, 48x1024x1024 0.63-0.64 -> 0.99-1.04x, 32x2048x1024 0.42-0.45 ->
+  //   1.01-1.09x; bf16 17x1024x1024 0.71-0.73 -> 0.95x of oneDNN, 48x1024x1024 0.78-0.79 ->
+  //   1.01-1.02x. 16 rows tied, 8 lost (int8 8x1024x1024 1.27 -> 0.92-1.06x), and so did
+  //   bf16 32x512x512 (512 KB: 1.76-1.83 -> 1.30x).
   // The copy moves K*N elements against M*N*K multiply-adds: too few rows of a (M < 64)
   // do not repay it, but for grouped b past the L2. Where blocks take all of a's few rows
   // and read each row of b once or twice (ops::readsFewRowsInPlace), b stays in place
   // there too: the copy was 3x the bytes that such a call streams.
   constexpr int64_t kRowsWorthPanels = 64, kPastTheL2 = int64_t(4) << 20;
+  constexpr int64_t kRowsInPlace = 16, kPastAnL2 = int64_t(1) << 20;
   constexpr int64_t kInt8Rows = 512, kInt8Bytes = int64_t(256) << 10;
   constexpr int64_t kConflictingPitch = 2048;
   int64_t bytes = k * n * elementBytes;
   if (fewRowsInPlace)
     return false;
   if (groupsOfK)
-    return m >= kRowsWorthPanels || bytes >= kPastTheL2;
+    return m >= kRowsWorthPanels || bytes >= kPastTheL2 || (m > kRowsInPlace && bytes >= kPastAnL2);
   if (m < kRowsWorthPanels)
     return false;
   constexpr int64_t kEdgeFreeColumns = 32;
