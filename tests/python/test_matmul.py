@@ -501,6 +501,24 @@ def test_few_rows_read_b_in_place(op, pair, m, tmp_path):
             assert all(f"BLOCK_M={block_m}," in spec for spec in specs), specs
 
 
+@pytest.mark.parametrize("op, pair", [p for p in OP_PAIRS if p.values[1].inputs in (torch.float32, torch.bfloat16, torch.int8)])
+@pytest.mark.parametrize("n, k", [(45, 7), (1000, 999), (8, 4100), (2050, 64), (3, 2)])
+def test_one_row_against_a_transposed_b_takes_dots_along_k(op, pair, n, k, tmp_path):
+    # One row of a (a decode step of one token) against a transposed b (a Linear's
+    # weight: x @ W^T): where the host has the dtype's dot-product instruction (float32
+    # always), the kernel takes dots along k, 8 columns of b a block, and reads b in place
+    # (no panels). The result matches torch at ragged N and K: columns past N in the last
+    # block, a K of no whole vector of k, a K below one.
+    a = random_matrix(1, k, pair.inputs)
+    b = random_matrix(n, k, pair.inputs, 1 / math.sqrt(k)).t()
+    specs = checked_specs(op, a, b, pair, tmp_path)
+    assert specs
+    dot = {torch.float32: None, torch.bfloat16: "avx512_bf16", torch.int8: "avx512_vnni"}[pair.inputs]
+    if dot is None or dot in cpu_flags():
+        assert all("packed_b" not in spec and "BLOCK_M=1," in spec and "BLOCK_N=8," in spec
+                   for spec in specs), specs
+
+
 def float16_call(op, out_dtype, m, k, n, tmp_path):
     """A float16 call (b transposed, a float16 bias) from a fresh kernel cache: the
     float64 reference, the output and the specs it compiled."""

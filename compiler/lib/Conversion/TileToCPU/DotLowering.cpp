@@ -699,6 +699,26 @@ struct DotLowering : OpConversionPattern<DotOp> {
     }
     OperandView a = viewOf(rewriter, loc, *stridedBlockOf(op.getA()), aType);
     OperandView b = viewOf(rewriter, loc, *stridedBlockOf(op.getB()), bType);
+    // One row against columns whose k is unit-stride (b transposed): dots along k.
+    if (group == 1 && getConstantIntValue(a.colStride) == 1 &&
+        getConstantIntValue(b.rowStride) == 1 &&
+        takesRowDots(aType.getElementType(), accElement, m, n, features) &&
+        masksToZeros(*stridedBlockOf(op.getA())) && masksToZeros(*stridedBlockOf(op.getB()))) {
+      // No k where a's row is not kept: nothing of a or b is read then.
+      Value kCount = arith::SelectOp::create(
+          rewriter, loc,
+          arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::sgt, a.validRows,
+                                i64Constant(rewriter, loc, 0)),
+          arith::MaxSIOp::create(rewriter, loc,
+                                 arith::MinSIOp::create(rewriter, loc, a.validCols, b.validRows),
+                                 i64Constant(rewriter, loc, 0)),
+          i64Constant(rewriter, loc, 0));
+      SmallVector<Value> rows = accumulatorRows(rewriter, loc, adaptor.getAcc());
+      RowDotOperands operands{a.base, b.base, b.colStride, b.validCols, kCount, a.element};
+      rows[0] = rowDotMicrokernel(rewriter, loc, operands, rows[0], features);
+      rewriter.replaceOp(op, joinRows(rewriter, loc, adaptor.getAcc(), rows));
+      return success();
+    }
     if (group > 1) {
       if (getConstantIntValue(a.colStride) != 1 || getConstantIntValue(b.colStride) != 1)
         return op.emitOpError("b_k_group reads a's k and b's groups at unit stride: both column "

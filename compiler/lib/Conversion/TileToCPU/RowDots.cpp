@@ -1,0 +1,159 @@
+// One row of a against columns of b whose k is unit-stride: a matrix-vector product with
+// b transposed, as a Linear's weight is stored (x @ W^T for one token). Each column of b
+// is then a contiguous run of k, like a's row, so the dot of the two runs along k in
+// vector lanes reads b once, front to back, with no copy: one 64-byte load of each
+// column per step, one multiply-add (or dot-product instruction) per column, and the
+// lanes summed across at the end. Without it, such a call copied b into panels (a
+// transpose of all of b) for one row of products.
+#include "CpuLowering.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
+using namespace mlir;
+using namespace mlir::tile::cpu;
+
+namespace {
+
+/// Lanes of one 512-bit accumulator vector (32-bit elements).
+constexpr int64_t kLanes = 16;
+
+Value i64Constant(OpBuilder &b, Location loc, int64_t value) {
+  return arith::ConstantIntOp::create(b, loc, b.getI64Type(), value);
+}
+
+/// How a step multiplies 16 lanes' worth of k: the dot-product instruction that adds
+/// `group` products of consecutive k to each lane, or (group 1) a multiply-add of 16 k.
+struct StepInstruction {
+  int64_t group = 1;
+  StringRef intrinsic; ///< empty: vector.fma on float32 lanes
+  bool int8 = false;   ///< vpdpbusd: b taken as b + 128 (unsigned), a's sums taken off
+};
+
+std::optional<StepInstruction> stepInstructionFor(Type element, Type accElement,
+                                                  const CpuDotFeatures &features) {
+  if (element.isF32() && accElement.isF32())
+    return StepInstruction{};
+  if (features.bf16 && element.isBF16() && accElement.isF32())
+    return StepInstruction{2, "llvm.x86.avx512bf16.dpbf16ps.512", false};
+  if (features.int8 && element.isInteger(8) && accElement.isInteger(32))
+    return StepInstruction{4, "llvm.x86.avx512.vpdpbusd.512", true};
+  return std::nullopt;
+}
+
+} // namespace
+
+bool mlir::tile::cpu::takesRowDots(Type element, Type accElement, int64_t m, int64_t n,
+                                   const CpuDotFeatures &features) {
+  return m == 1 && n <= kLanes && stepInstructionFor(element, accElement, features).has_value();
+}
+
+Value mlir::tile::cpu::rowDotMicrokernel(OpBuilder &b, Location loc, const RowDotOperands &ops,
+                                         Value accRow, const CpuDotFeatures &features) {
+  auto rowType = cast<VectorType>(accRow.getType());
+  Type accElement = rowType.getElementType();
+  int64_t n = rowType.getDimSize(0);
+  StepInstruction step = *stepInstructionFor(ops.element, accElement, features);
+  int64_t span = kLanes * step.group; // k per step
+  Type i32 = b.getI32Type();
+  auto laneType = VectorType::get({kLanes}, accElement);
+  auto spanType = VectorType::get({span}, ops.element);
+  Type ptrType = ops.aRow.getType();
+  unsigned align = ops.element.getIntOrFloatBitWidth() / 8;
+  auto at = [&](OpBuilder &b, Location loc, Value base, Value offset) -> Value {
+    return LLVM::GEPOp::create(b, loc, ptrType, ops.element, base, ArrayRef<LLVM::GEPArg>{offset});
+  };
+  // Column j of b, for every j of the block: the columns past N read column 0 (its
+  // results are dropped where the block is stored), so that no read leaves b.
+  SmallVector<Value> columns;
+  for (int64_t j = 0; j < n; ++j) {
+    Value kept = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, i64Constant(b, loc, j),
+                                       ops.bValidCols);
+    Value column =
+        arith::SelectOp::create(b, loc, kept, i64Constant(b, loc, j), i64Constant(b, loc, 0));
+    columns.push_back(at(b, loc, ops.bBase, arith::MulIOp::create(b, loc, column, ops.bColStride)));
+  }
+  // int8: b's sign bits flipped (vpdpbusd's unsigned side is then b + 128), and ones
+  // against a's bytes for the row's sum that comes off 128 times.
+  auto splat = [&](int64_t value) -> Value {
+    return vector::BroadcastOp::create(b, loc, spanType,
+                                       arith::ConstantIntOp::create(b, loc, ops.element, value));
+  };
+  Value signs = step.int8 ? splat(-128) : Value();
+  Value ones = step.int8 ? splat(1) : Value();
+  auto dot = [&](OpBuilder &b, Location loc, Value acc, Value x, Value y) -> Value {
+    return LLVM::CallIntrinsicOp::create(b, loc, laneType, b.getStringAttr(step.intrinsic),
+                                         ValueRange{acc, x, y})
+        .getResult(0);
+  };
+  // One step over k [kk, kk + span): the partial sums of each column (and, for int8, of
+  // a's row) after it. `load` reads a span of a run at an offset.
+  auto stepAt = [&](OpBuilder &b, Location loc, Value kk, ValueRange sums,
+                    function_ref<Value(OpBuilder &, Location, Value)> load) {
+    SmallVector<Value> next;
+    Value aSpan = load(b, loc, at(b, loc, ops.aRow, kk));
+    for (int64_t j = 0; j < n; ++j) {
+      Value bSpan = load(b, loc, at(b, loc, columns[j], kk));
+      if (step.group == 1) {
+        next.push_back(vector::FMAOp::create(b, loc, aSpan, bSpan, sums[j]));
+      } else if (step.int8) {
+        next.push_back(dot(b, loc, sums[j], arith::XOrIOp::create(b, loc, bSpan, signs), aSpan));
+      } else {
+        next.push_back(dot(b, loc, sums[j], bSpan, aSpan));
+      }
+    }
+    if (step.int8)
+      next.push_back(dot(b, loc, sums[n], ones, aSpan));
+    return next;
+  };
+  SmallVector<Value> sums(n + (step.int8 ? 1 : 0),
+                          arith::ConstantOp::create(b, loc, laneType, b.getZeroAttr(laneType)));
+  // Whole steps, then the rest of k from masked loads (zeros past k add nothing: for int8
+  // b's zeros count 128 times a's zeros).
+  Value spanValue = i64Constant(b, loc, span);
+  Value whole = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, ops.kCount, spanValue),
+                                      spanValue);
+  auto loop = scf::ForOp::create(
+      b, loc, i64Constant(b, loc, 0), whole, spanValue, sums,
+      [&](OpBuilder &b, Location loc, Value kk, ValueRange state) {
+        scf::YieldOp::create(b, loc,
+                             stepAt(b, loc, kk, state, [&](OpBuilder &b, Location loc, Value ptr) {
+                               return Value(LLVM::LoadOp::create(b, loc, spanType, ptr, align));
+                             }));
+      });
+  Value rest = arith::SubIOp::create(b, loc, ops.kCount, whole);
+  Value anyRest =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, rest, i64Constant(b, loc, 0));
+  auto tail = scf::IfOp::create(
+      b, loc, anyRest,
+      [&](OpBuilder &b, Location loc) {
+        auto indexType = VectorType::get({span}, b.getI64Type());
+        Value iota = arith::ConstantOp::create(
+            b, loc, indexType, b.getI64VectorAttr(llvm::to_vector(llvm::seq<int64_t>(0, span))));
+        Value on = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, iota,
+                                         vector::BroadcastOp::create(b, loc, indexType, rest));
+        Value zero = arith::ConstantOp::create(b, loc, spanType, b.getZeroAttr(spanType));
+        scf::YieldOp::create(
+            b, loc,
+            stepAt(b, loc, whole, loop.getResults(), [&](OpBuilder &b, Location loc, Value ptr) {
+              return Value(LLVM::MaskedLoadOp::create(b, loc, spanType, ptr, on, zero, align));
+            }));
+      },
+      [&](OpBuilder &b, Location loc) { scf::YieldOp::create(b, loc, loop.getResults()); });
+  // Each column's lanes summed across; for int8, 128 times a's sum off each.
+  SmallVector<Value> results;
+  auto kind = vector::CombiningKind::ADD;
+  Value offset;
+  if (step.int8)
+    offset =
+        arith::MulIOp::create(b, loc, vector::ReductionOp::create(b, loc, kind, tail.getResult(n)),
+                              arith::ConstantIntOp::create(b, loc, i32, 128));
+  for (int64_t j = 0; j < n; ++j) {
+    Value sum = vector::ReductionOp::create(b, loc, kind, tail.getResult(j));
+    if (offset)
+      sum = arith::SubIOp::create(b, loc, sum, offset);
+    results.push_back(sum);
+  }
+  Value products = vector::FromElementsOp::create(b, loc, rowType, results);
+  return isa<FloatType>(accElement) ? Value(arith::AddFOp::create(b, loc, accRow, products))
+                                    : Value(arith::AddIOp::create(b, loc, accRow, products));
+}
