@@ -92,8 +92,10 @@ constexpr int64_t kUnitColumnStridesOfAB = 1 << 1 | 1 << 3;
 constexpr int64_t kUnitColumnStrideOfA = 1 << 1;
 constexpr int64_t kUnitColumnStrideOfB = 1 << 3;
 constexpr int64_t kUnitColumnStrideOfC = 1 << 5;
-/// b's k contiguous: set only for calls that take dots along k (rowDots in prepareMatmul).
+/// b's k contiguous: set only for calls that take dots along k (rowDots in prepareMatmul),
+/// up to kRowDotRows rows of a.
 constexpr int64_t kUnitRowStrideOfB = 1 << 2;
+constexpr int64_t kRowDotRows = 8;
 
 // The signature's slots.
 enum Slot {
@@ -270,12 +272,13 @@ void tile::binding::prepareMatmul(MatmulCall &call, const char *op, const at::Te
   bool tileDtype = a.scalar_type() == at::kBFloat16 || a.scalar_type() == at::kChar;
   bool onTiles =
       cpu && tileDtype && usesMatrixTiles(target, specDtype(a.scalar_type()), unitKOfA, m);
-  // One row of a against a b whose k is contiguous (b transposed: x @ W^T for one token
-  // through a Linear's weight) takes dots along k, reading b once in place (see
-  // RowDots.cpp in the compiler), where a copy into panels transposed all of b for one
-  // row of products.
-  bool rowDots = cpu && m == 1 && n > 1 && k > 1 && b.stride(0) == 1 && b.stride(1) != 1 &&
-                 a.stride(1) == 1 && takesRowDots(target, specDtype(a.scalar_type()));
+  // A few rows of a against a b whose k is contiguous (b transposed: x @ W^T for a few
+  // tokens through a Linear's weight) take dots along k, reading b once in place (see
+  // RowDots.cpp in the compiler), where a copy into panels transposed all of b for a few
+  // rows of products.
+  bool rowDots = cpu && m >= 1 && m <= kRowDotRows && n > 1 && k > 1 && b.stride(0) == 1 &&
+                 b.stride(1) != 1 && a.stride(1) == 1 &&
+                 takesRowDots(target, specDtype(a.scalar_type()));
   bool stridedB = cpu && b.stride(1) != 1 && n > 1 && k > 0 && !rowDots;
   bool panels = cpu && !rowDots &&
                 (onTiles || stridedB ||
@@ -405,13 +408,24 @@ void tile::binding::MatmulCall::specify() {
   if (target->kind != TargetKind::Cpu)
     spec.config["divisibility_16"] = signature[kDivisibility];
   if (target->kind == TargetKind::Cpu && (signature[kUnitStrides] & kUnitRowStrideOfB)) {
-    // Dots along k: one row of a against 8 columns of b, one vector of k each, 8 runs of
-    // b streaming at once (2 threads, znver5, against torch at 1x4096x4096, 1x11008x4096
-    // and 1x4096x11008: int8 16 columns 0.80-0.97x of _int_mm, 8 0.97-1.34x, 4 0.88-1.17x;
-    // bf16 16 1.8-3.1x of oneDNN, 8 2.1-4.2x; float32 4 and 8 2.2-2.8x of MKL).
-    constexpr int64_t kColumnsPerBlock = 8;
-    spec.config["BLOCK_M"] = 1;
-    spec.config["BLOCK_N"] = kColumnsPerBlock;
+    // Dots along k, one vector of k of each row of a and column of b per step. One row
+    // takes 8 columns, 8 runs of b streaming at once (2 threads, znver5, against torch at
+    // 1x4096x4096, 1x11008x4096 and 1x4096x11008: int8 16 columns 0.80-0.97x of _int_mm,
+    // 8 0.97-1.34x, 4 0.88-1.17x; bf16 16 1.8-3.1x of oneDNN, 8 2.1-4.2x; float32 4 and
+    // 8 2.2-2.8x of MKL). More rows take 16 sums: 2 x 8, 4 x 4, 8 x 2 (x 4096 x 4096,
+    // against the panels before: int8 2 rows 2.5 -> 9.4x, 4 rows 2.4 -> 8.0x, 8 rows 1.6
+    // -> 4.5x; float32 1.0 -> 3.3x, 0.97 -> 2.3x, 0.80 -> 1.2x; bf16 0.51 -> 0.87x, 0.46
+    // -> 0.75x, 0.48 -> 0.57x: oneDNN's few-row bf16 kernel streams b faster still).
+    int64_t m = signature[kM];
+    // Every row of a in one block row, so that b is read once (the rows past M read the
+    // first).
+    int64_t rows =
+        m == 1
+            ? 1
+            : std::min<int64_t>(kRowDotRows, int64_t(1) << (64 - __builtin_clzll(uint64_t(m - 1))));
+    constexpr int64_t kSumsPerBlock = 16, kColumnsOfOneRow = 8;
+    spec.config["BLOCK_M"] = rows;
+    spec.config["BLOCK_N"] = rows == 1 ? kColumnsOfOneRow : kSumsPerBlock / rows;
     spec.config["GROUP_M"] = 1;
   } else if (target->kind == TargetKind::Cpu) {
     bool unitKOfA = signature[kUnitStrides] & kUnitColumnStrideOfA;

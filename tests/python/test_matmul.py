@@ -502,21 +502,24 @@ def test_few_rows_read_b_in_place(op, pair, m, tmp_path):
 
 
 @pytest.mark.parametrize("op, pair", [p for p in OP_PAIRS if p.values[1].inputs in (torch.float32, torch.bfloat16, torch.int8)])
-@pytest.mark.parametrize("n, k", [(45, 7), (1000, 999), (8, 4100), (2050, 64), (3, 2)])
-def test_one_row_against_a_transposed_b_takes_dots_along_k(op, pair, n, k, tmp_path):
-    # One row of a (a decode step of one token) against a transposed b (a Linear's
+@pytest.mark.parametrize("m, n, k", [(1, 45, 7), (1, 1000, 999), (1, 8, 4100), (1, 2050, 64),
+                                     (1, 3, 2), (2, 45, 130), (3, 100, 999), (8, 33, 70),
+                                     (7, 16, 4100)])
+def test_few_rows_against_a_transposed_b_take_dots_along_k(op, pair, m, n, k, tmp_path):
+    # A few rows of a (a decode step of a few tokens) against a transposed b (a Linear's
     # weight: x @ W^T): where the host has the dtype's dot-product instruction (float32
-    # always), the kernel takes dots along k, 8 columns of b a block, and reads b in place
-    # (no panels). The result matches torch at ragged N and K: columns past N in the last
-    # block, a K of no whole vector of k, a K below one.
-    a = random_matrix(1, k, pair.inputs)
+    # always), the kernel takes dots along k, in blocks of 1 x 8, 2 x 8, 4 x 4 or 8 x 2, and
+    # reads b in place (no panels). The result matches torch at ragged M, N and K: rows and
+    # columns past the matrix in the last blocks, a K of no whole vector of k, a K below one.
+    a = random_matrix(m, k, pair.inputs)
     b = random_matrix(n, k, pair.inputs, 1 / math.sqrt(k)).t()
     specs = checked_specs(op, a, b, pair, tmp_path)
     assert specs
     dot = {torch.float32: None, torch.bfloat16: "avx512_bf16", torch.int8: "avx512_vnni"}[pair.inputs]
     if dot is None or dot in cpu_flags():
-        assert all("packed_b" not in spec and "BLOCK_M=1," in spec and "BLOCK_N=8," in spec
-                   for spec in specs), specs
+        block = {1: (1, 8), 2: (2, 8), 3: (4, 4), 7: (8, 2), 8: (8, 2)}[m]
+        assert all("packed_b" not in spec and f"BLOCK_M={block[0]}," in spec and
+                   f"BLOCK_N={block[1]}," in spec for spec in specs), specs
 
 
 def float16_call(op, out_dtype, m, k, n, tmp_path):

@@ -106,23 +106,24 @@ struct TileBlock {
 /// by tdpbssd. Lanes the masks leave off count as zeros.
 SmallVector<Value> matrixTileMicrokernel(OpBuilder &b, Location loc, const TileBlock &a,
                                          const TileBlock &bGroups, ValueRange accRows, int64_t k);
-/// One row of a against the columns of b, both with unit-stride k (b transposed): a's
-/// row and b's element (0, 0), b's column stride in elements, b's kept columns, the k both
-/// keep (i64), the element type.
+/// Rows of a against the columns of b, both with unit-stride k (b transposed): a's and
+/// b's element (0, 0), a's row stride and kept rows, b's column stride and kept columns
+/// (in elements, i64), the k both keep, the element type.
 struct RowDotOperands {
-  Value aRow, bBase, bColStride, bValidCols, kCount;
+  Value aBase, aRowStride, aValidRows, bBase, bColStride, bValidCols, kCount;
   Type element;
 };
 
-/// Whether a 1 x n block takes rowDotMicrokernel for these types on this host: float32,
-/// bf16 with AVX512-BF16, int8 into int32 with AVX512-VNNI; n up to 16.
+/// Whether an m x n block takes rowDotMicrokernel for these types on this host: float32,
+/// bf16 with AVX512-BF16, int8 into int32 with AVX512-VNNI; m * n up to 16.
 bool takesRowDots(Type element, Type accElement, int64_t m, int64_t n,
                   const CpuDotFeatures &features);
 
-/// `accRow` plus the dot of a's row with each column of b along their unit-stride k (see
-/// RowDots.cpp). Columns past b's kept ones read column 0, k past kCount reads zeros.
-Value rowDotMicrokernel(OpBuilder &b, Location loc, const RowDotOperands &operands, Value accRow,
-                        const CpuDotFeatures &features);
+/// `accRows` plus the dot of each of a's rows with each column of b along their
+/// unit-stride k (see RowDots.cpp). Rows and columns past the kept ones read the first,
+/// k past kCount reads zeros.
+SmallVector<Value> rowDotMicrokernel(OpBuilder &b, Location loc, const RowDotOperands &operands,
+                                     ValueRange accRows, const CpuDotFeatures &features);
 
 void populateDotPatterns(const TypeConverter &converter, RewritePatternSet &patterns, CpuDotFeatures features);
 

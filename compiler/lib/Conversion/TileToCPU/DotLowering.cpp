@@ -699,7 +699,7 @@ struct DotLowering : OpConversionPattern<DotOp> {
     }
     OperandView a = viewOf(rewriter, loc, *stridedBlockOf(op.getA()), aType);
     OperandView b = viewOf(rewriter, loc, *stridedBlockOf(op.getB()), bType);
-    // One row against columns whose k is unit-stride (b transposed): dots along k.
+    // Rows against columns whose k is unit-stride (b transposed): dots along k.
     if (group == 1 && getConstantIntValue(a.colStride) == 1 &&
         getConstantIntValue(b.rowStride) == 1 &&
         takesRowDots(aType.getElementType(), accElement, m, n, features) &&
@@ -713,9 +713,10 @@ struct DotLowering : OpConversionPattern<DotOp> {
                                  arith::MinSIOp::create(rewriter, loc, a.validCols, b.validRows),
                                  i64Constant(rewriter, loc, 0)),
           i64Constant(rewriter, loc, 0));
-      SmallVector<Value> rows = accumulatorRows(rewriter, loc, adaptor.getAcc());
-      RowDotOperands operands{a.base, b.base, b.colStride, b.validCols, kCount, a.element};
-      rows[0] = rowDotMicrokernel(rewriter, loc, operands, rows[0], features);
+      RowDotOperands operands{a.base,      a.rowStride, a.validRows, b.base,
+                              b.colStride, b.validCols, kCount,      a.element};
+      SmallVector<Value> rows = rowDotMicrokernel(
+          rewriter, loc, operands, accumulatorRows(rewriter, loc, adaptor.getAcc()), features);
       rewriter.replaceOp(op, joinRows(rewriter, loc, adaptor.getAcc(), rows));
       return success();
     }

@@ -1,5 +1,5 @@
-// One row of a against columns of b whose k is unit-stride: a matrix-vector product with
-// b transposed, as a Linear's weight is stored (x @ W^T for one token). Each column of b
+// Rows of a against columns of b whose k is unit-stride: a matrix-vector product with b
+// transposed, as a Linear's weight is stored (x @ W^T for one token, or a few). Each column of b
 // is then a contiguous run of k, like a's row, so the dot of the two runs along k in
 // vector lanes reads b once, front to back, with no copy: one 64-byte load of each
 // column per step, one multiply-add (or dot-product instruction) per column, and the
@@ -16,6 +16,9 @@ namespace {
 
 /// Lanes of one 512-bit accumulator vector (32-bit elements).
 constexpr int64_t kLanes = 16;
+/// Row-column sums a block carries in vector registers (with int8's row sums beside them,
+/// and a span of each row and column loaded per step).
+constexpr int64_t kMaxRowDots = 16;
 
 Value i64Constant(OpBuilder &b, Location loc, int64_t value) {
   return arith::ConstantIntOp::create(b, loc, b.getI64Type(), value);
@@ -44,12 +47,14 @@ std::optional<StepInstruction> stepInstructionFor(Type element, Type accElement,
 
 bool mlir::tile::cpu::takesRowDots(Type element, Type accElement, int64_t m, int64_t n,
                                    const CpuDotFeatures &features) {
-  return m == 1 && n <= kLanes && stepInstructionFor(element, accElement, features).has_value();
+  return m * n <= kMaxRowDots && stepInstructionFor(element, accElement, features).has_value();
 }
 
-Value mlir::tile::cpu::rowDotMicrokernel(OpBuilder &b, Location loc, const RowDotOperands &ops,
-                                         Value accRow, const CpuDotFeatures &features) {
-  auto rowType = cast<VectorType>(accRow.getType());
+SmallVector<Value> mlir::tile::cpu::rowDotMicrokernel(OpBuilder &b, Location loc,
+                                                      const RowDotOperands &ops, ValueRange accRows,
+                                                      const CpuDotFeatures &features) {
+  auto rowType = cast<VectorType>(accRows.front().getType());
+  int64_t m = accRows.size();
   Type accElement = rowType.getElementType();
   int64_t n = rowType.getDimSize(0);
   StepInstruction step = *stepInstructionFor(ops.element, accElement, features);
@@ -57,21 +62,27 @@ Value mlir::tile::cpu::rowDotMicrokernel(OpBuilder &b, Location loc, const RowDo
   Type i32 = b.getI32Type();
   auto laneType = VectorType::get({kLanes}, accElement);
   auto spanType = VectorType::get({span}, ops.element);
-  Type ptrType = ops.aRow.getType();
+  Type ptrType = ops.aBase.getType();
   unsigned align = ops.element.getIntOrFloatBitWidth() / 8;
   auto at = [&](OpBuilder &b, Location loc, Value base, Value offset) -> Value {
     return LLVM::GEPOp::create(b, loc, ptrType, ops.element, base, ArrayRef<LLVM::GEPArg>{offset});
   };
-  // Column j of b, for every j of the block: the columns past N read column 0 (its
-  // results are dropped where the block is stored), so that no read leaves b.
-  SmallVector<Value> columns;
-  for (int64_t j = 0; j < n; ++j) {
-    Value kept = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, i64Constant(b, loc, j),
-                                       ops.bValidCols);
-    Value column =
-        arith::SelectOp::create(b, loc, kept, i64Constant(b, loc, j), i64Constant(b, loc, 0));
-    columns.push_back(at(b, loc, ops.bBase, arith::MulIOp::create(b, loc, column, ops.bColStride)));
-  }
+  // Row i of a and column j of b, for every i and j of the block: the rows and columns
+  // past the kept ones read the first (their results are dropped where the block is
+  // stored), so that no read leaves a or b.
+  auto runs = [&](Value base, int64_t count, Value kept, Value stride) {
+    SmallVector<Value> starts;
+    for (int64_t r = 0; r < count; ++r) {
+      Value on =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, i64Constant(b, loc, r), kept);
+      Value index =
+          arith::SelectOp::create(b, loc, on, i64Constant(b, loc, r), i64Constant(b, loc, 0));
+      starts.push_back(at(b, loc, base, arith::MulIOp::create(b, loc, index, stride)));
+    }
+    return starts;
+  };
+  SmallVector<Value> rows = runs(ops.aBase, m, ops.aValidRows, ops.aRowStride);
+  SmallVector<Value> columns = runs(ops.bBase, n, ops.bValidCols, ops.bColStride);
   // int8: b's sign bits flipped (vpdpbusd's unsigned side is then b + 128), and ones
   // against a's bytes for the row's sum that comes off 128 times.
   auto splat = [&](int64_t value) -> Value {
@@ -85,27 +96,30 @@ Value mlir::tile::cpu::rowDotMicrokernel(OpBuilder &b, Location loc, const RowDo
                                          ValueRange{acc, x, y})
         .getResult(0);
   };
-  // One step over k [kk, kk + span): the partial sums of each column (and, for int8, of
-  // a's row) after it. `load` reads a span of a run at an offset.
+  // One step over k [kk, kk + span): the partial sums of each row and column (i * n + j)
+  // and, for int8, of each of a's rows (m * n + i) after it. `load` reads a span of a run
+  // at an offset.
   auto stepAt = [&](OpBuilder &b, Location loc, Value kk, ValueRange sums,
                     function_ref<Value(OpBuilder &, Location, Value)> load) {
-    SmallVector<Value> next;
-    Value aSpan = load(b, loc, at(b, loc, ops.aRow, kk));
+    SmallVector<Value> aSpans, bSpans, next(sums);
+    for (int64_t i = 0; i < m; ++i)
+      aSpans.push_back(load(b, loc, at(b, loc, rows[i], kk)));
     for (int64_t j = 0; j < n; ++j) {
       Value bSpan = load(b, loc, at(b, loc, columns[j], kk));
-      if (step.group == 1) {
-        next.push_back(vector::FMAOp::create(b, loc, aSpan, bSpan, sums[j]));
-      } else if (step.int8) {
-        next.push_back(dot(b, loc, sums[j], arith::XOrIOp::create(b, loc, bSpan, signs), aSpan));
-      } else {
-        next.push_back(dot(b, loc, sums[j], bSpan, aSpan));
-      }
+      bSpans.push_back(step.int8 ? Value(arith::XOrIOp::create(b, loc, bSpan, signs)) : bSpan);
     }
-    if (step.int8)
-      next.push_back(dot(b, loc, sums[n], ones, aSpan));
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        Value &sum = next[i * n + j];
+        sum = step.group == 1 ? Value(vector::FMAOp::create(b, loc, aSpans[i], bSpans[j], sum))
+                              : dot(b, loc, sum, bSpans[j], aSpans[i]);
+      }
+      if (step.int8)
+        next[m * n + i] = dot(b, loc, next[m * n + i], ones, aSpans[i]);
+    }
     return next;
   };
-  SmallVector<Value> sums(n + (step.int8 ? 1 : 0),
+  SmallVector<Value> sums(m * n + (step.int8 ? m : 0),
                           arith::ConstantOp::create(b, loc, laneType, b.getZeroAttr(laneType)));
   // Whole steps, then the rest of k from masked loads (zeros past k add nothing: for int8
   // b's zeros count 128 times a's zeros).
@@ -139,21 +153,27 @@ Value mlir::tile::cpu::rowDotMicrokernel(OpBuilder &b, Location loc, const RowDo
             }));
       },
       [&](OpBuilder &b, Location loc) { scf::YieldOp::create(b, loc, loop.getResults()); });
-  // Each column's lanes summed across; for int8, 128 times a's sum off each.
-  SmallVector<Value> results;
+  // Each row and column's lanes summed across; for int8, 128 times the row's sum of a off
+  // each.
   auto kind = vector::CombiningKind::ADD;
-  Value offset;
-  if (step.int8)
-    offset =
-        arith::MulIOp::create(b, loc, vector::ReductionOp::create(b, loc, kind, tail.getResult(n)),
-                              arith::ConstantIntOp::create(b, loc, i32, 128));
-  for (int64_t j = 0; j < n; ++j) {
-    Value sum = vector::ReductionOp::create(b, loc, kind, tail.getResult(j));
-    if (offset)
-      sum = arith::SubIOp::create(b, loc, sum, offset);
-    results.push_back(sum);
+  SmallVector<Value> out;
+  for (int64_t i = 0; i < m; ++i) {
+    Value offset;
+    if (step.int8)
+      offset = arith::MulIOp::create(
+          b, loc, vector::ReductionOp::create(b, loc, kind, tail.getResult(m * n + i)),
+          arith::ConstantIntOp::create(b, loc, i32, 128));
+    SmallVector<Value> results;
+    for (int64_t j = 0; j < n; ++j) {
+      Value sum = vector::ReductionOp::create(b, loc, kind, tail.getResult(i * n + j));
+      if (offset)
+        sum = arith::SubIOp::create(b, loc, sum, offset);
+      results.push_back(sum);
+    }
+    Value products = vector::FromElementsOp::create(b, loc, rowType, results);
+    out.push_back(isa<FloatType>(accElement)
+                      ? Value(arith::AddFOp::create(b, loc, accRows[i], products))
+                      : Value(arith::AddIOp::create(b, loc, accRows[i], products)));
   }
-  Value products = vector::FromElementsOp::create(b, loc, rowType, results);
-  return isa<FloatType>(accElement) ? Value(arith::AddFOp::create(b, loc, accRow, products))
-                                    : Value(arith::AddIOp::create(b, loc, accRow, products));
+  return out;
 }
