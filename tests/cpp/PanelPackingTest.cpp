@@ -303,6 +303,15 @@ struct GroupedPanelCase {
 
 class GroupedPanels : public ::testing::TestWithParam<GroupedPanelCase> {};
 
+/// The case's kernel, specialized as the binding specializes one that reads b's panels
+/// in groups of k: a's k and c's columns unit-stride.
+std::shared_ptr<const LoadedKernel> groupedPanelKernel(const GroupedPanelCase &c) {
+  auto spec = tile::testing::matmulSpec("matmul", c.in, c.out, c.blockM, c.blockN, c.blockK);
+  spec.config["packed_b"] = c.group;
+  spec.config["unit_strides"] = 1 << 1 | 1 << 5;
+  return compileAndLoad(spec, Target::host());
+}
+
 TEST_P(GroupedPanels, KernelReadsBInGroupsOfK) {
   // A kernel specialized with packed_b = g reads b's panels in groups of g k with the
   // host's dot-product instruction (and its tile registers, where it has AMX and the
@@ -311,10 +320,7 @@ TEST_P(GroupedPanels, KernelReadsBInGroupsOfK) {
   const GroupedPanelCase &c = GetParam();
   if (!Target::host().hasFeature(c.feature))
     GTEST_SKIP() << "this CPU has no " << c.feature;
-  auto spec = tile::testing::matmulSpec("matmul", c.in, c.out, c.blockM, c.blockN, c.blockK);
-  spec.config["packed_b"] = c.group;
-  spec.config["unit_strides"] = 1 << 1 | 1 << 5; // a's k and c's columns, as the binding sets them
-  auto kernel = compileAndLoad(spec, Target::host());
+  auto kernel = groupedPanelKernel(c);
   bool bf16 = c.group == 2;
   std::mt19937 rng(13);
   std::normal_distribution<float> normal;
@@ -383,14 +389,11 @@ TEST_P(GroupedPanels, EdgeBlockRowsStopAtAnUnmappedPage) {
   const GroupedPanelCase &c = GetParam();
   if (!Target::host().hasFeature(c.feature))
     GTEST_SKIP() << "this CPU has no " << c.feature;
-  auto spec = tile::testing::matmulSpec("matmul", c.in, c.out, c.blockM, c.blockN, c.blockK);
-  spec.config["packed_b"] = c.group;
-  spec.config["unit_strides"] = 1 << 1 | 1 << 5;
   bool bf16 = c.group == 2;
   // AMX tile loads read whole rows of a: there the binding pads a's copy to whole blocks.
   if (c.blockM >= 32 && Target::host().hasFeature(bf16 ? "amx-bf16" : "amx-int8"))
     GTEST_SKIP() << "the tile registers read a's rows past M from a padded copy";
-  auto kernel = compileAndLoad(spec, Target::host());
+  auto kernel = groupedPanelKernel(c);
   int64_t eb = bf16 ? 2 : 1, page = sysconf(_SC_PAGESIZE);
   int64_t m = c.blockM + 1, n = 2 * c.blockN, k = page / eb;
   // a's m rows fill whole pages, the next page unmapped.
