@@ -1,10 +1,10 @@
 // Rows of a against columns of b whose k is unit-stride: a matrix-vector product with b
-// transposed, as a Linear's weight is stored (x @ W^T for one token, or a few). Each column of b
-// is then a contiguous run of k, like a's row, so the dot of the two runs along k in
-// vector lanes reads b once, front to back, with no copy: one 64-byte load of each
-// column per step, one multiply-add (or dot-product instruction) per column, and the
-// lanes summed across at the end. Without it, such a call copied b into panels (a
-// transpose of all of b) for one row of products.
+// transposed, as a Linear's weight is stored (x @ W^T for one token, or a few). Each
+// column of b is then a contiguous run of k, like a's rows, so the dots of the runs along
+// k in vector lanes read b once, front to back, with no copy: one 64-byte load of each
+// row and column per step, one multiply-add (or dot-product instruction) per row and
+// column, and the lanes summed across at the end. Without it, such a call copied all of b
+// into panels (a transpose) for a few rows of products.
 #include "CpuLowering.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
