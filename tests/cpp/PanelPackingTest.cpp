@@ -155,7 +155,8 @@ TEST(PanelPacking, SmallPanelsSplitAsTheLaunchDoes) {
 TEST(PanelPacking, RangesOfPanelsMakeTheWholeCopy) {
   // A caller that splits the copy itself (a launch's tasks, beside their rows of a) packs
   // ranges of panels: together they write what packPanels writes, the last range the
-  // zeros past the matrix's columns too, for every source layout and grouping.
+  // zeros past the matrix's columns too, for every source layout and grouping. A task's
+  // own copy of a range (packPanelsInto) holds the same panels from its start.
   for (auto [rowStride, colStride, group] : {std::tuple{int64_t(70), int64_t(1), int64_t(1)},
                                              {int64_t(1), int64_t(37), int64_t(1)},
                                              {int64_t(70), int64_t(1), int64_t(2)},
@@ -168,39 +169,22 @@ TEST(PanelPacking, RangesOfPanelsMakeTheWholeCopy) {
     std::vector<uint16_t> whole(size_t(layout.bytes() / 2), 0x5a5a), parts(whole);
     packPanels(source.data(), rowStride, colStride, layout, whole.data());
     ASSERT_EQ(layout.panels(), 5);
-    for (auto [first, last] :
-         {std::pair{int64_t(0), int64_t(2)}, {int64_t(2), int64_t(3)}, {int64_t(3), int64_t(5)}})
-      packPanelRange(source.data(), rowStride, colStride, layout, parts.data(), first, last);
-    EXPECT_EQ(parts, whole) << "strides " << rowStride << ", " << colStride << ", groups of "
-                            << group;
-  }
-}
-
-TEST(PanelPacking, PanelsIntoABufferOfTheirOwn) {
-  // A task's own copy of a range of panels holds, from its start, what packPanels writes
-  // for those panels, the last one's zeros past the matrix's columns too.
-  for (auto [rowStride, colStride, group] : {std::tuple{int64_t(70), int64_t(1), int64_t(1)},
-                                             {int64_t(1), int64_t(37), int64_t(1)},
-                                             {int64_t(70), int64_t(1), int64_t(2)},
-                                             {int64_t(1), int64_t(37), int64_t(2)}}) {
-    PanelLayout layout{37, 70, 16, 2, group};
-    std::vector<uint16_t> source(size_t(36 * rowStride + 69 * colStride + 1));
-    for (size_t i = 0; i < source.size(); ++i)
-      source[i] = uint16_t(i * 131 + 7);
-    std::vector<uint16_t> whole(size_t(layout.bytes() / 2), 0x5a5a);
-    packPanels(source.data(), rowStride, colStride, layout, whole.data());
     int64_t stride = layout.panelStride();
     for (auto [first, last] :
          {std::pair{int64_t(0), int64_t(2)}, {int64_t(2), int64_t(3)}, {int64_t(3), int64_t(5)}}) {
+      packPanelRange(source.data(), rowStride, colStride, layout, parts.data(), first, last);
       std::vector<uint16_t> own(size_t((last - first) * stride), 0x5a5a);
       packPanelsInto(source.data(), rowStride, colStride, layout, first, last, own.data());
       EXPECT_TRUE(std::equal(own.begin(), own.end(), whole.begin() + first * stride))
-          << "panels " << first << ".." << last << ", strides " << rowStride << ", " << colStride
-          << ", groups of " << group;
+          << "own panels " << first << ".." << last << ", strides " << rowStride << ", "
+          << colStride << ", groups of " << group;
     }
+    EXPECT_EQ(parts, whole) << "strides " << rowStride << ", " << colStride << ", groups of "
+                            << group;
     std::vector<uint16_t> one(static_cast<size_t>(stride));
     EXPECT_THROW(packPanelsInto(source.data(), rowStride, colStride, layout, 4, 6, one.data()),
-                 std::invalid_argument);
+                 std::invalid_argument)
+        << "a range past the panels";
   }
 }
 
@@ -303,6 +287,25 @@ struct GroupedPanelCase {
 
 class GroupedPanels : public ::testing::TestWithParam<GroupedPanelCase> {};
 
+/// Runs the case's kernel over c (m x n) = a (m x k) @ b (k x n), both row-major, b copied
+/// into the case's panels first.
+void launchOnGroupedPanels(const LoadedKernel &kernel, const GroupedPanelCase &c, const void *aData,
+                           const void *bData, int64_t m, int64_t n, int64_t k, int64_t elementBytes,
+                           void *cData) {
+  PanelLayout layout{k, n, c.blockN, elementBytes, c.group};
+  std::vector<uint8_t> panels(size_t(layout.bytes()), 0xff);
+  packPanels(bData, n, 1, layout, panels.data());
+  StridedOperand aOperand{aData, 2, {m, k}, {k, 1}, elementBytes},
+      bOperand{bData, 2, {k, n}, {n, 1}, elementBytes};
+  int64_t cStrides[2] = {n, 1};
+  MatmulArguments arguments;
+  arguments.pack(aOperand, bOperand, cData, cStrides, nullptr, std::nullopt, 32);
+  arguments.useBPanels(panels.data(), layout);
+  launchCpu(kernel, arguments.args,
+            Grid{int32_t(((m + c.blockM - 1) / c.blockM) * ((n + c.blockN - 1) / c.blockN)), 1, 1},
+            1);
+}
+
 /// The case's kernel, specialized as the binding specializes one that reads b's panels
 /// in groups of k: a's k and c's columns unit-stride.
 std::shared_ptr<const LoadedKernel> groupedPanelKernel(const GroupedPanelCase &c) {
@@ -349,20 +352,10 @@ TEST_P(GroupedPanels, KernelReadsBInGroupsOfK) {
     const void *aData = bf16 ? static_cast<const void *>(a16.data()) : a8.data();
     const void *bData = bf16 ? static_cast<const void *>(b16.data()) : b8.data();
     int64_t eb = bf16 ? 2 : 1;
-    PanelLayout layout{k, n, c.blockN, eb, c.group};
-    std::vector<uint8_t> panels(size_t(layout.bytes()), 0xff);
-    packPanels(bData, n, 1, layout, panels.data());
     std::vector<float> cf(size_t(m * n) + 8, NAN);
     std::vector<int32_t> ci(size_t(m * n) + 8, 0x7eadbeef);
     void *cData = bf16 ? static_cast<void *>(cf.data()) : ci.data();
-    StridedOperand aOperand{aData, 2, {m, k}, {k, 1}, eb}, bOperand{bData, 2, {k, n}, {n, 1}, eb};
-    int64_t cStrides[2] = {n, 1};
-    MatmulArguments arguments;
-    arguments.pack(aOperand, bOperand, cData, cStrides, nullptr, std::nullopt, 32);
-    arguments.useBPanels(panels.data(), layout);
-    launchCpu(
-        *kernel, arguments.args,
-        Grid{int32_t(((m + c.blockM - 1) / c.blockM) * ((n + c.blockN - 1) / c.blockN)), 1, 1}, 1);
+    launchOnGroupedPanels(*kernel, c, aData, bData, m, n, k, eb, cData);
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
         double sum = 0;
@@ -424,19 +417,10 @@ TEST_P(GroupedPanels, EdgeBlockRowsStopAtAnUnmappedPage) {
     bv[i] = v;
   }
   const void *bData = bf16 ? static_cast<const void *>(b16.data()) : b8.data();
-  PanelLayout layout{k, n, c.blockN, eb, c.group};
-  std::vector<uint8_t> panels(size_t(layout.bytes()), 0xff);
-  packPanels(bData, n, 1, layout, panels.data());
   std::vector<float> cf(size_t(m * n), NAN);
   std::vector<int32_t> ci(size_t(m * n), 0x7eadbeef);
   void *cData = bf16 ? static_cast<void *>(cf.data()) : ci.data();
-  StridedOperand aOperand{region, 2, {m, k}, {k, 1}, eb}, bOperand{bData, 2, {k, n}, {n, 1}, eb};
-  int64_t cStrides[2] = {n, 1};
-  MatmulArguments arguments;
-  arguments.pack(aOperand, bOperand, cData, cStrides, nullptr, std::nullopt, 32);
-  arguments.useBPanels(panels.data(), layout);
-  launchCpu(*kernel, arguments.args,
-            Grid{int32_t(((m + c.blockM - 1) / c.blockM) * (n / c.blockN)), 1, 1}, 1);
+  launchOnGroupedPanels(*kernel, c, region, bData, m, n, k, eb, cData);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
       double sum = 0;
