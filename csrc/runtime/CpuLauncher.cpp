@@ -82,14 +82,6 @@ void tile::runtime::launchCpuInColumnBands(
       int64_t none = 0;
       state[c].compare_exchange_strong(none, me | kWriting, std::memory_order_acq_rel);
     }
-    void *own[kArgumentSlots];
-    std::copy(args, args + kArgumentSlots, own);
-    prepare(own);
-    auto runWith = [&](void **arguments, int64_t c) {
-      entry(arguments, std::max(first, c * rowBlocks), std::min(last, (c + 1) * rowBlocks),
-            programs, 1, 1);
-    };
-    auto run = [&](int64_t c) { runWith(own, c); };
     // The columns no other task runs, where they are written for this task alone.
     int64_t ownFrom = lastColumn, ownTo = lastColumn;
     if (columnsPerWrite > 0) {
@@ -120,6 +112,14 @@ void tile::runtime::launchCpuInColumnBands(
         state[w].store(me | kWritten, std::memory_order_release);
       c = end;
     }
+    void *own[kArgumentSlots];
+    std::copy(args, args + kArgumentSlots, own);
+    prepare(own);
+    auto runWith = [&](void **arguments, int64_t c) {
+      entry(arguments, std::max(first, c * rowBlocks), std::min(last, (c + 1) * rowBlocks),
+            programs, 1, 1);
+    };
+    auto run = [&](int64_t c) { runWith(own, c); };
     // No other task waits for these. Their writes may repoint a copy of the arguments.
     for (int64_t c = ownFrom; c < ownTo;) {
       int64_t end = std::min(ownTo, c + columnsPerWrite);

@@ -203,11 +203,6 @@ void interleaveRows(const Element *from, int64_t rowStride, uint32_t *to, int64_
   }
 }
 
-/// Panels of rows in groups (PanelLayout::group > 1), written whole: a row-major source is
-/// interleaved a row of groups at a time, any other element by element. Several panels
-/// side by side take each row of groups together, so that the source's rows are read in
-/// runs of kPanelsAbreast panels (a panel's own run is 64 bytes of int8 at width 64, and
-/// rows read a line each ran at 4 GB/s past the L2).
 /// Asks for `rows` runs of `runBytes` bytes, `rowBytes` apart, to be brought into the
 /// caches. A copy that walks down a panel's rows reads each from another page where the
 /// rows are 4 KB or more long, and the hardware prefetchers, which follow a stream within
@@ -220,6 +215,11 @@ void prefetchRuns(const void *first, int64_t rowBytes, int64_t rows, int64_t run
       __builtin_prefetch(row + offset, /*rw=*/0, /*locality=*/3);
 }
 
+/// Panels of rows in groups (PanelLayout::group > 1), written whole: a row-major source is
+/// interleaved a row of groups at a time, any other element by element. Several panels
+/// side by side take each row of groups together, so that the source's rows are read in
+/// runs of kPanelsAbreast panels (a panel's own run is 64 bytes of int8 at width 64, and
+/// rows read a line each ran at 4 GB/s past the L2).
 template <typename Element>
 void packGrouped(const Element *from, int64_t rowStride, int64_t colStride,
                  const tile::runtime::PanelLayout &layout, Element *to, int64_t firstPanel,

@@ -287,6 +287,15 @@ struct GroupedPanelCase {
 
 class GroupedPanels : public ::testing::TestWithParam<GroupedPanelCase> {};
 
+/// Element (i, j) of a @ b, both row-major (a with k columns, b with n), in doubles.
+double productAt(const std::vector<double> &a, const std::vector<double> &b, int64_t k, int64_t n,
+                 int64_t i, int64_t j) {
+  double sum = 0;
+  for (int64_t kk = 0; kk < k; ++kk)
+    sum += a[size_t(i * k + kk)] * b[size_t(kk * n + j)];
+  return sum;
+}
+
 /// Runs the case's kernel over c (m x n) = a (m x k) @ b (k x n), both row-major, b copied
 /// into the case's panels first.
 void launchOnGroupedPanels(const LoadedKernel &kernel, const GroupedPanelCase &c, const void *aData,
@@ -358,9 +367,7 @@ TEST_P(GroupedPanels, KernelReadsBInGroupsOfK) {
     launchOnGroupedPanels(*kernel, c, aData, bData, m, n, k, eb, cData);
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
-        double sum = 0;
-        for (int64_t kk = 0; kk < k; ++kk)
-          sum += av[size_t(i * k + kk)] * bv[size_t(kk * n + j)];
+        double sum = productAt(av, bv, k, n, i, j);
         if (bf16)
           ASSERT_NEAR(cf[size_t(i * n + j)], sum, 1e-4 * (1 + std::abs(sum)))
               << m << "x" << n << "x" << k << " at " << i << ", " << j;
@@ -422,13 +429,10 @@ TEST_P(GroupedPanels, EdgeBlockRowsStopAtAnUnmappedPage) {
   void *cData = bf16 ? static_cast<void *>(cf.data()) : ci.data();
   launchOnGroupedPanels(*kernel, c, region, bData, m, n, k, eb, cData);
   for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < n; ++j) {
-      double sum = 0;
-      for (int64_t kk = 0; kk < k; ++kk)
-        sum += av[size_t(i * k + kk)] * bv[size_t(kk * n + j)];
-      ASSERT_EQ(bf16 ? double(cf[size_t(i * n + j)]) : double(ci[size_t(i * n + j)]), sum)
+    for (int64_t j = 0; j < n; ++j)
+      ASSERT_EQ(bf16 ? double(cf[size_t(i * n + j)]) : double(ci[size_t(i * n + j)]),
+                productAt(av, bv, k, n, i, j))
           << i << ", " << j;
-    }
   munmap(region, size_t(aBytes + page));
 }
 

@@ -6,12 +6,18 @@
 #include "tile/Conversion/BlockAccess.h"
 #include "tile/Dialect/Tile/IR/TileDialect.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 namespace mlir::tile::cpu {
+
+/// An i64 constant: the lowering's sizes, strides and offsets.
+inline Value i64Constant(OpBuilder &b, Location loc, int64_t value) {
+  return arith::ConstantIntOp::create(b, loc, b.getI64Type(), value);
+}
 
 /// Block tensors become host vectors of the same shape; pointers become !llvm.ptr.
 class CpuTypeConverter : public TypeConverter {

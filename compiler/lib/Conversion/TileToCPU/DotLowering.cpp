@@ -122,10 +122,6 @@ Value multiplyAdd(OpBuilder &b, Location loc, Value x, Value y, Value acc) {
   return arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, x, y), acc);
 }
 
-Value i64Constant(OpBuilder &b, Location loc, int64_t value) {
-  return arith::ConstantIntOp::create(b, loc, b.getI64Type(), value);
-}
-
 /// k steps per iteration of a full block's K loop.
 constexpr int64_t kUnrolledSteps = 4;
 

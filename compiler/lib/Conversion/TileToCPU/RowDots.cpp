@@ -20,10 +20,6 @@ constexpr int64_t kLanes = 16;
 /// and a span of each row and column loaded per step).
 constexpr int64_t kMaxRowDots = 16;
 
-Value i64Constant(OpBuilder &b, Location loc, int64_t value) {
-  return arith::ConstantIntOp::create(b, loc, b.getI64Type(), value);
-}
-
 /// How a step multiplies 16 lanes' worth of k: the dot-product instruction that adds
 /// `group` products of consecutive k to each lane, or (group 1) a multiply-add of 16 k.
 struct StepInstruction {
