@@ -477,6 +477,17 @@ def test_groups_of_k_are_read_from_panels_at_any_size(op, pair, shape, tmp_path)
         assert all(f"packed_b={group}" in spec for spec in specs), specs
 
 
+@pytest.mark.parametrize("op, pair", [p for p in OP_PAIRS if p.values[1].inputs in (torch.bfloat16, torch.int8)])
+@pytest.mark.parametrize("k", [3, 7, 1001, 2051])
+def test_k_ending_inside_a_group_of_k(op, pair, k):
+    # Where K ends inside a group of k (int8 quads, bfloat16 pairs), blocks of whole rows
+    # and columns run the whole groups, then the last one from a's words cut at K. a's
+    # rows are contiguous, so the bytes past K are the next row's: read as a's, they would
+    # change the result. K past one chunk of k leaves a last chunk of a part of a group.
+    a, b = random_inputs((128, 192, k), pair.inputs)
+    check(op, a, b, pair)
+
+
 @pytest.mark.parametrize("op, pair", [p for p in OP_PAIRS if p.values[1].inputs in (torch.float32, torch.bfloat16, torch.int8)])
 @pytest.mark.parametrize("m", [1, 8, 16, 17])
 def test_few_rows_read_b_in_place(op, pair, m, tmp_path):
