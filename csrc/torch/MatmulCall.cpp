@@ -92,10 +92,9 @@ constexpr int64_t kUnitColumnStridesOfAB = 1 << 1 | 1 << 3;
 constexpr int64_t kUnitColumnStrideOfA = 1 << 1;
 constexpr int64_t kUnitColumnStrideOfB = 1 << 3;
 constexpr int64_t kUnitColumnStrideOfC = 1 << 5;
-/// b's k contiguous: set only for calls that take dots along k (rowDots in prepareMatmul),
-/// up to kRowDotRows rows of a.
+/// b's k contiguous: set only for calls that take dots along k (rowDots in prepareMatmul,
+/// up to rowDotRows rows of a).
 constexpr int64_t kUnitRowStrideOfB = 1 << 2;
-constexpr int64_t kRowDotRows = 8;
 
 // The signature's slots.
 enum Slot {
@@ -276,9 +275,8 @@ void tile::binding::prepareMatmul(MatmulCall &call, const char *op, const at::Te
   // tokens through a Linear's weight) take dots along k, reading b once in place (see
   // RowDots.cpp in the compiler), where a copy into panels transposed all of b for a few
   // rows of products.
-  bool rowDots = cpu && m >= 1 && m <= kRowDotRows && n > 1 && k > 1 && b.stride(0) == 1 &&
-                 b.stride(1) != 1 && a.stride(1) == 1 &&
-                 takesRowDots(target, specDtype(a.scalar_type()));
+  bool rowDots = cpu && !onTiles && m >= 1 && m <= rowDotRows(target, specDtype(a.scalar_type())) &&
+                 n > 1 && k > 1 && b.stride(0) == 1 && b.stride(1) != 1 && a.stride(1) == 1;
   bool stridedB = cpu && b.stride(1) != 1 && n > 1 && k > 0 && !rowDots;
   bool panels = cpu && !rowDots &&
                 (onTiles || stridedB ||
@@ -408,25 +406,28 @@ void tile::binding::MatmulCall::specify() {
   if (target->kind != TargetKind::Cpu)
     spec.config["divisibility_16"] = signature[kDivisibility];
   if (target->kind == TargetKind::Cpu && (signature[kUnitStrides] & kUnitRowStrideOfB)) {
-    // Dots along k, one vector of k of each row of a and column of b per step. One row
+    // Dots along k, one vector of k of each row of a and column of b per step. A block
     // takes 8 columns, 8 runs of b streaming at once (2 threads, znver5, against torch at
     // 1x4096x4096, 1x11008x4096 and 1x4096x11008: int8 16 columns 0.80-0.97x of _int_mm,
     // 8 0.97-1.34x, 4 0.88-1.17x; bf16 16 1.8-3.1x of oneDNN, 8 2.1-4.2x; float32 4 and
-    // 8 2.2-2.8x of MKL). More rows take 16 sums: 2 x 8, 4 x 4, 8 x 2 (x 4096 x 4096,
-    // against the panels before: int8 2 rows 2.5 -> 9.4x, 4 rows 2.4 -> 8.0x, 8 rows 1.6
-    // -> 4.5x; float32 1.0 -> 3.3x, 0.97 -> 2.3x, 0.80 -> 1.2x; bf16 0.51 -> 0.87x, 0.46
-    // -> 0.75x, 0.48 -> 0.57x: oneDNN's few-row bf16 kernel streams b faster still).
+    // 8 2.2-2.8x of MKL), and runs its rows two at a time against them (16 sums), the
+    // columns' runs of k staying in the L1 for the next two rows. Against blocks of 16 sums
+    // in one pass (2 x 8, 4 x 4, 8 x 2), 8 rows x 4096 x 4096 and x 11008 x 4096, medians
+    // of three alternations: int8 251 -> 215 and 1037 -> 838 us, bf16 645 -> 463 and 2857
+    // -> 2184, float32 2512 -> 1435 and 7385 -> 4675.
     int64_t m = signature[kM];
-    // Every row of a in one block row, so that b is read once (the rows past M read the
-    // first).
-    int64_t rows =
-        m == 1
-            ? 1
-            : std::min<int64_t>(kRowDotRows, int64_t(1) << (64 - __builtin_clzll(uint64_t(m - 1))));
-    constexpr int64_t kSumsPerBlock = 16, kColumnsOfOneRow = 8;
-    spec.config["BLOCK_M"] = rows;
-    spec.config["BLOCK_N"] = rows == 1 ? kColumnsOfOneRow : kSumsPerBlock / rows;
-    spec.config["GROUP_M"] = 1;
+    // Every row of a in one block row up to 32 (the rows past M read the first), so that
+    // b is read once; past 32, the block rows of a column run one after another
+    // (GROUP_M), b's runs in the L2 for the next. Blocks of 64 rows ran 1-3% faster (bf16
+    // 64 x 4096 x 4096, float32 128 x 4096 x 4096) but took a cold first call from 50 to
+    // 71 ms (bf16 64 x 1024 x 1024); 16 rows ran 5% slower.
+    constexpr int64_t kMostRowsInABlock = 32, kColumns = 8;
+    int64_t rows = std::min<int64_t>(
+        kMostRowsInABlock, int64_t(1)
+                               << (64 - __builtin_clzll(uint64_t(std::max<int64_t>(m, 2) - 1))));
+    spec.config["BLOCK_M"] = m == 1 ? 1 : rows;
+    spec.config["BLOCK_N"] = kColumns;
+    spec.config["GROUP_M"] = (m + kMostRowsInABlock - 1) / kMostRowsInABlock;
     // Each BLOCK_K chunk ends in a sum across the lanes of every row and column: the
     // largest chunk, where bf16's default (256) spent 16 such sums per 8 steps of k
     // (x 4096 x 4096, alternating: bf16 2-8 rows 0.68-1.0 -> 0.95-1.68x of oneDNN, 1 row
@@ -532,8 +533,16 @@ bool tile::binding::usesMatrixTiles(const Target &target, const std::string &inp
   return hasCpuMatrixTiles(target, inputDtype) && unitKOfA && m >= kRowsWorthTiles;
 }
 
-bool tile::binding::takesRowDots(const Target &target, const std::string &inputDtype) {
-  return inputDtype == "f32" || dotGroupOfK(target, inputDtype) > 1;
+int64_t tile::binding::rowDotRows(const Target &target, const std::string &inputDtype) {
+  // Where dots along k (b read once, in place) still beat b's copy into panels: 2 threads,
+  // znver5, b transposed, against the panels at x 4096 x 4096 and x 11008 x 4096: int8 32
+  // rows 800 against 820-990 us, 48 1450-1600 against 1100-1230; bf16 64 rows 2670-2750
+  // against 3350-3800, 128 5850 against 5220; float32 128 rows 12500-12900 against
+  // 15100-16200, 256 25100-25400 against 25100-25900.
+  if (inputDtype == "f32")
+    return 128;
+  int64_t group = dotGroupOfK(target, inputDtype);
+  return group == 2 ? 64 : group == 4 ? 32 : 0;
 }
 
 int64_t tile::binding::dotGroupOfK(const Target &target, const std::string &inputDtype) {

@@ -92,10 +92,10 @@ bool packsBIntoPanels(int64_t m, int64_t n, int64_t k, int64_t elementBytes, boo
 /// (vpdpbusd), 1 otherwise.
 int64_t dotGroupOfK(const Target &target, const std::string &inputDtype);
 
-/// Whether the CPU kernel takes a row of a against a transposed b as dots along k for
-/// this input dtype on `target`: float32, and bf16 and int8 with their dot-product
-/// instructions.
-bool takesRowDots(const Target &target, const std::string &inputDtype);
+/// The most rows of a the CPU kernel takes against a transposed b as dots along k for
+/// this input dtype on `target` (float32, and bf16 and int8 with their dot-product
+/// instructions), 0 where it takes none.
+int64_t rowDotRows(const Target &target, const std::string &inputDtype);
 
 /// The rows a call on the matrix tiles runs: M up to a whole number of 64-row blocks (the
 /// largest BLOCK_M there), so that no block row stages its rows of a. The copy of a that

@@ -322,8 +322,9 @@ def test_b_rows_4kb_apart_are_copied_further_apart(pair, layout):
 
 
 # (M, N, K) whose b reaches 4 MB (int8: 256 KB, with 512 rows of a), where the CPU
-# kernel reads b from a copy in panels of BLOCK_N columns; ragged in every dimension.
-PANEL_SHAPES = {torch.float32: (67, 1031, 1025), torch.float16: (70, 1500, 1401),
+# kernel reads b from a copy in panels of BLOCK_N columns; ragged in every dimension, with
+# more rows than take dots along k against a transposed b.
+PANEL_SHAPES = {torch.float32: (131, 1031, 1025), torch.float16: (70, 1500, 1401),
                 torch.bfloat16: (70, 1500, 1401), torch.int8: (515, 530, 503)}
 
 
@@ -515,22 +516,31 @@ def test_few_rows_read_b_in_place(op, pair, m, tmp_path):
 @pytest.mark.parametrize("op, pair", [p for p in OP_PAIRS if p.values[1].inputs in (torch.float32, torch.bfloat16, torch.int8)])
 @pytest.mark.parametrize("m, n, k", [(1, 45, 7), (1, 1000, 999), (1, 8, 4100), (1, 2050, 64),
                                      (1, 3, 2), (2, 45, 130), (3, 100, 999), (8, 33, 70),
-                                     (7, 16, 4100)])
+                                     (7, 16, 4100), (17, 45, 130), (31, 100, 999), (33, 20, 70),
+                                     (64, 9, 1030), (100, 20, 70)])
 def test_few_rows_against_a_transposed_b_take_dots_along_k(op, pair, m, n, k, tmp_path):
-    # A few rows of a (a decode step of a few tokens) against a transposed b (a Linear's
-    # weight: x @ W^T): where the host has the dtype's dot-product instruction (float32
-    # always), the kernel takes dots along k, in blocks of 1 x 8, 2 x 8, 4 x 4 or 8 x 2, and
-    # reads b in place (no panels). The result matches torch at ragged M, N and K: rows and
-    # columns past the matrix in the last blocks, a K of no whole vector of k, a K below one.
+    # Rows of a (a decode step of a few tokens, or a small batch) against a transposed b
+    # (a Linear's weight: x @ W^T): where the host has the dtype's dot-product instruction
+    # (float32 always) and the rows do not take the matrix tiles, the kernel takes dots
+    # along k for up to 32 rows (int8), 64 (bf16) or 128 (float32): blocks of 8 columns and
+    # all the rows up to 32, run two rows at a time, b read in place (no panels). The
+    # result matches torch at ragged M, N and K: rows and columns past the matrix in the
+    # last blocks, sub-blocks of rows all past it, a K of no whole vector of k, a K below
+    # one, two block rows.
     a = random_matrix(m, k, pair.inputs)
     b = random_matrix(n, k, pair.inputs, 1 / math.sqrt(k)).t()
     specs = checked_specs(op, a, b, pair, tmp_path)
     assert specs
     dot = {torch.float32: None, torch.bfloat16: "avx512_bf16", torch.int8: "avx512_vnni"}[pair.inputs]
-    if dot is None or dot in cpu_flags():
-        block = {1: (1, 8), 2: (2, 8), 3: (4, 4), 7: (8, 2), 8: (8, 2)}[m]
-        assert all("packed_b" not in spec and f"BLOCK_M={block[0]}," in spec and
-                   f"BLOCK_N={block[1]}," in spec for spec in specs), specs
+    most_rows = {torch.float32: 128, torch.bfloat16: 64, torch.int8: 32}[pair.inputs]
+    tiles = {torch.float32: None, torch.bfloat16: "AMX-BF16", torch.int8: "AMX-INT8"}[pair.inputs]
+    on_tiles = m >= 32 and tiles in torch_tile.runtime.host_matrix_units()
+    if (dot is None or dot in cpu_flags()) and m <= most_rows and not on_tiles:
+        block_m = 1 if m == 1 else min(32, 1 << (m - 1).bit_length())
+        assert all("packed_b" not in spec and f"BLOCK_M={block_m}," in spec and
+                   "BLOCK_N=8," in spec for spec in specs), specs
+    else:
+        assert all("packed_b" in spec for spec in specs), specs
 
 
 def float16_call(op, out_dtype, m, k, n, tmp_path):

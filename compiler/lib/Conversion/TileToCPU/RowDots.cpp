@@ -19,6 +19,9 @@ constexpr int64_t kLanes = 16;
 /// Row-column sums a block carries in vector registers (with int8's row sums beside them,
 /// and a span of each row and column loaded per step).
 constexpr int64_t kMaxRowDots = 16;
+/// The most rows a block takes, in sub-blocks of kMaxRowDots sums that each read the
+/// block's columns again (from the L1 after the first).
+constexpr int64_t kMaxRows = 64;
 
 /// How a step multiplies 16 lanes' worth of k: the dot-product instruction that adds
 /// `group` products of consecutive k to each lane, or (group 1) a multiply-add of 16 k.
@@ -39,16 +42,50 @@ std::optional<StepInstruction> stepInstructionFor(Type element, Type accElement,
   return std::nullopt;
 }
 
-} // namespace
-
-bool mlir::tile::cpu::takesRowDots(Type element, Type accElement, int64_t m, int64_t n,
-                                   const CpuDotFeatures &features) {
-  return m * n <= kMaxRowDots && stepInstructionFor(element, accElement, features).has_value();
+/// Lane o of the result: the sum of `vectors[o]`'s lanes, for a power of two of vectors up
+/// to their lanes. Pairs of vectors are folded into one, each half of every run of 2g lanes
+/// the pairwise sums of one of them (g = 1, 2, 4, ...), until one is left; its halves are
+/// then added until as many lanes as vectors remain. 15 shuffle pairs and adds for 16 sums
+/// where a sum across each vector alone took 8 instructions.
+Value sumsAcrossLanes(OpBuilder &b, Location loc, ValueRange vectors) {
+  auto type = cast<VectorType>(vectors.front().getType());
+  int64_t lanes = type.getDimSize(0), count = vectors.size();
+  bool isFloat = isa<FloatType>(type.getElementType());
+  auto add = [&](Value x, Value y) -> Value {
+    return isFloat ? Value(arith::AddFOp::create(b, loc, x, y))
+                   : Value(arith::AddIOp::create(b, loc, x, y));
+  };
+  SmallVector<Value> level(vectors);
+  for (int64_t g = 1; level.size() > 1; g *= 2) {
+    SmallVector<int64_t> low, high;
+    for (int64_t run = 0; run < lanes; run += 2 * g)
+      for (int64_t side : {int64_t(0), lanes})
+        for (int64_t t = 0; t < g; ++t) {
+          low.push_back(side + run + t);
+          high.push_back(side + run + g + t);
+        }
+    SmallVector<Value> next;
+    for (size_t i = 0; i < level.size(); i += 2)
+      next.push_back(add(vector::ShuffleOp::create(b, loc, level[i], level[i + 1], low),
+                         vector::ShuffleOp::create(b, loc, level[i], level[i + 1], high)));
+    level = std::move(next);
+  }
+  Value sums = level.front();
+  for (int64_t width = lanes; width > count; width /= 2) {
+    auto half = [&](int64_t first) -> Value {
+      return vector::ExtractStridedSliceOp::create(b, loc, sums, ArrayRef<int64_t>{first},
+                                                   ArrayRef<int64_t>{width / 2},
+                                                   ArrayRef<int64_t>{1});
+    };
+    sums = add(half(0), half(width / 2));
+  }
+  return sums;
 }
 
-SmallVector<Value> mlir::tile::cpu::rowDotMicrokernel(OpBuilder &b, Location loc,
-                                                      const RowDotOperands &ops, ValueRange accRows,
-                                                      const CpuDotFeatures &features) {
+/// The dots of one sub-block: every row against every column, m * n of at most
+/// kMaxRowDots.
+SmallVector<Value> rowDotSubBlock(OpBuilder &b, Location loc, const RowDotOperands &ops,
+                                  ValueRange accRows, const CpuDotFeatures &features) {
   auto rowType = cast<VectorType>(accRows.front().getType());
   int64_t m = accRows.size();
   Type accElement = rowType.getElementType();
@@ -151,25 +188,104 @@ SmallVector<Value> mlir::tile::cpu::rowDotMicrokernel(OpBuilder &b, Location loc
       [&](OpBuilder &b, Location loc) { scf::YieldOp::create(b, loc, loop.getResults()); });
   // Each row and column's lanes summed across; for int8, 128 times the row's sum of a off
   // each.
-  auto kind = vector::CombiningKind::ADD;
+  Value products = sumsAcrossLanes(b, loc, ValueRange(tail.getResults()).take_front(m * n));
+  Value rowSums = step.int8
+                      ? sumsAcrossLanes(b, loc, ValueRange(tail.getResults()).drop_front(m * n))
+                      : Value();
   SmallVector<Value> out;
   for (int64_t i = 0; i < m; ++i) {
-    Value offset;
-    if (step.int8)
-      offset = arith::MulIOp::create(
-          b, loc, vector::ReductionOp::create(b, loc, kind, tail.getResult(m * n + i)),
-          arith::ConstantIntOp::create(b, loc, i32, 128));
-    SmallVector<Value> results;
-    for (int64_t j = 0; j < n; ++j) {
-      Value sum = vector::ReductionOp::create(b, loc, kind, tail.getResult(i * n + j));
-      if (offset)
-        sum = arith::SubIOp::create(b, loc, sum, offset);
-      results.push_back(sum);
+    Value row =
+        m == 1 ? products
+               : vector::ExtractStridedSliceOp::create(b, loc, products, ArrayRef<int64_t>{i * n},
+                                                       ArrayRef<int64_t>{n}, ArrayRef<int64_t>{1});
+    if (rowSums) {
+      Value sum = vector::ExtractOp::create(b, loc, rowSums, ArrayRef<int64_t>{i});
+      Value offset =
+          arith::MulIOp::create(b, loc, sum, arith::ConstantIntOp::create(b, loc, i32, 128));
+      row =
+          arith::SubIOp::create(b, loc, row, vector::BroadcastOp::create(b, loc, rowType, offset));
     }
-    Value products = vector::FromElementsOp::create(b, loc, rowType, results);
     out.push_back(isa<FloatType>(accElement)
-                      ? Value(arith::AddFOp::create(b, loc, accRows[i], products))
-                      : Value(arith::AddIOp::create(b, loc, accRows[i], products)));
+                      ? Value(arith::AddFOp::create(b, loc, accRows[i], row))
+                      : Value(arith::AddIOp::create(b, loc, accRows[i], row)));
   }
+  return out;
+}
+
+} // namespace
+
+bool mlir::tile::cpu::takesRowDots(Type element, Type accElement, int64_t m, int64_t n,
+                                   const CpuDotFeatures &features) {
+  return n <= kMaxRowDots && m <= kMaxRows &&
+         (m * n <= kMaxRowDots || m % (kMaxRowDots / n) == 0) &&
+         stepInstructionFor(element, accElement, features).has_value();
+}
+
+SmallVector<Value> mlir::tile::cpu::rowDotMicrokernel(OpBuilder &b, Location loc,
+                                                      const RowDotOperands &ops, ValueRange accRows,
+                                                      const CpuDotFeatures &features) {
+  auto rowType = cast<VectorType>(accRows.front().getType());
+  int64_t m = accRows.size(), n = rowType.getDimSize(0);
+  int64_t rows = std::min(m, kMaxRowDots / n);
+  if (rows == m)
+    return rowDotSubBlock(b, loc, ops, accRows, features);
+  // Sub-blocks of `rows` rows one after another over the same columns, each its rows of
+  // a from its first, in a loop up to the last sub-block with a row of a (the next's first
+  // row would be past a). The accumulator's rows wait in a buffer on the stack, the
+  // kernel's own, made once at its entry; as code unrolled per sub-block, a 64-row
+  // block's first call took 670 ms to compile.
+  int64_t rowBytes = n * rowType.getElementType().getIntOrFloatBitWidth() / 8;
+  Type ptrType = ops.aBase.getType();
+  Value buffer;
+  {
+    OpBuilder::InsertionGuard guard(b);
+    Block &entry = b.getInsertionBlock()
+                       ->getParent()
+                       ->getParentOfType<FunctionOpInterface>()
+                       .getFunctionBody()
+                       .front();
+    b.setInsertionPointToStart(&entry);
+    buffer = LLVM::AllocaOp::create(b, loc, ptrType, b.getI8Type(),
+                                    i64Constant(b, loc, m * rowBytes), 64);
+  }
+  auto rowAddress = [&](OpBuilder &b, Location loc, Value row) -> Value {
+    return LLVM::GEPOp::create(b, loc, ptrType, b.getI8Type(), buffer,
+                               ArrayRef<LLVM::GEPArg>{Value(arith::MulIOp::create(
+                                   b, loc, row, i64Constant(b, loc, rowBytes)))});
+  };
+  for (int64_t i = 0; i < m; ++i)
+    LLVM::StoreOp::create(b, loc, accRows[i], rowAddress(b, loc, i64Constant(b, loc, i)));
+  Value step = i64Constant(b, loc, rows);
+  Value keptRows = arith::MaxSIOp::create(
+      b, loc, arith::MinSIOp::create(b, loc, ops.aValidRows, i64Constant(b, loc, m)),
+      i64Constant(b, loc, 0));
+  Value end = arith::MulIOp::create(
+      b, loc,
+      arith::DivUIOp::create(
+          b, loc, arith::AddIOp::create(b, loc, keptRows, i64Constant(b, loc, rows - 1)), step),
+      step);
+  scf::ForOp::create(
+      b, loc, i64Constant(b, loc, 0), end, step, ValueRange{},
+      [&](OpBuilder &b, Location loc, Value first, ValueRange) {
+        RowDotOperands sub = ops;
+        sub.aBase = LLVM::GEPOp::create(
+            b, loc, ptrType, ops.element, ops.aBase,
+            ArrayRef<LLVM::GEPArg>{Value(arith::MulIOp::create(b, loc, first, ops.aRowStride))});
+        sub.aValidRows = arith::SubIOp::create(b, loc, ops.aValidRows, first);
+        SmallVector<Value> addresses, subRows;
+        for (int64_t r = 0; r < rows; ++r) {
+          addresses.push_back(
+              rowAddress(b, loc, arith::AddIOp::create(b, loc, first, i64Constant(b, loc, r))));
+          subRows.push_back(LLVM::LoadOp::create(b, loc, rowType, addresses.back()));
+        }
+        for (auto [address, row] :
+             llvm::zip(addresses, rowDotSubBlock(b, loc, sub, subRows, features)))
+          LLVM::StoreOp::create(b, loc, row, address);
+        scf::YieldOp::create(b, loc);
+      });
+  SmallVector<Value> out;
+  for (int64_t i = 0; i < m; ++i)
+    out.push_back(
+        LLVM::LoadOp::create(b, loc, rowType, rowAddress(b, loc, i64Constant(b, loc, i))));
   return out;
 }
