@@ -121,7 +121,8 @@ struct RowDotOperands {
 };
 
 /// Whether an m x n block takes rowDotMicrokernel for these types on this host: float32,
-/// bf16 with AVX512-BF16, int8 into int32 with AVX512-VNNI; m * n up to 16.
+/// bf16 with AVX512-BF16, int8 into int32 with AVX512-VNNI; up to 16 columns, and up to
+/// 64 rows in sub-blocks of 16 sums (m * n up to 16, or m a whole number of them).
 bool takesRowDots(Type element, Type accElement, int64_t m, int64_t n,
                   const CpuDotFeatures &features);
 

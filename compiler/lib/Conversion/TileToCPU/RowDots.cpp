@@ -1,5 +1,5 @@
 // Rows of a against columns of b whose k is unit-stride: a matrix-vector product with b
-// transposed, as a Linear's weight is stored (x @ W^T for one token, or a few). Each
+// transposed, as a Linear's weight is stored (x @ W^T for a few tokens, or a small batch). Each
 // column of b is then a contiguous run of k, like a's rows, so the dots of the runs along
 // k in vector lanes read b once, front to back, with no copy: one 64-byte load of each
 // row and column per step, one multiply-add (or dot-product instruction) per row and
