@@ -537,10 +537,11 @@ int64_t tile::binding::rowDotRows(const Target &target, const std::string &input
   // Where dots along k (b read once, in place) still beat b's copy into panels: 2 threads,
   // znver5, b transposed, against the panels at x 4096 x 4096 and x 11008 x 4096: int8 32
   // rows 800 against 820-990 us, 48 1450-1600 against 1100-1230; bf16 64 rows 2670-2750
-  // against 3350-3800, 128 5850 against 5220; float32 128 rows 12500-12900 against
-  // 15100-16200, 256 25100-25400 against 25100-25900.
+  // against 3350-3800, 128 5850 against 5220; float32 64 rows 6140-6340 against
+  // 9250-10330. float32 128 rows won there too (12500-12900 against 15100-16200) but lost
+  // on an AMX Xeon (31.3-46.6 ms against 23.7-36.9, 64 rows 15.5-18.0 against 15.5-16.3).
   if (inputDtype == "f32")
-    return 128;
+    return 64;
   int64_t group = dotGroupOfK(target, inputDtype);
   return group == 2 ? 64 : group == 4 ? 32 : 0;
 }

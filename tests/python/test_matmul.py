@@ -324,7 +324,7 @@ def test_b_rows_4kb_apart_are_copied_further_apart(pair, layout):
 # (M, N, K) whose b reaches 4 MB (int8: 256 KB, with 512 rows of a), where the CPU
 # kernel reads b from a copy in panels of BLOCK_N columns; ragged in every dimension, with
 # more rows than take dots along k against a transposed b.
-PANEL_SHAPES = {torch.float32: (131, 1031, 1025), torch.float16: (70, 1500, 1401),
+PANEL_SHAPES = {torch.float32: (67, 1031, 1025), torch.float16: (70, 1500, 1401),
                 torch.bfloat16: (70, 1500, 1401), torch.int8: (515, 530, 503)}
 
 
@@ -522,7 +522,7 @@ def test_few_rows_against_a_transposed_b_take_dots_along_k(op, pair, m, n, k, tm
     # Rows of a (a decode step of a few tokens, or a small batch) against a transposed b
     # (a Linear's weight: x @ W^T): where the host has the dtype's dot-product instruction
     # (float32 always) and the rows do not take the matrix tiles, the kernel takes dots
-    # along k for up to 32 rows (int8), 64 (bf16) or 128 (float32): blocks of 8 columns and
+    # along k for up to 32 rows (int8) or 64 (bf16, float32): blocks of 8 columns and
     # all the rows up to 32, run two rows at a time, b read in place (no panels). The
     # result matches torch at ragged M, N and K: rows and columns past the matrix in the
     # last blocks, sub-blocks of rows all past it, a K of no whole vector of k, a K below
@@ -532,7 +532,7 @@ def test_few_rows_against_a_transposed_b_take_dots_along_k(op, pair, m, n, k, tm
     specs = checked_specs(op, a, b, pair, tmp_path)
     assert specs
     dot = {torch.float32: None, torch.bfloat16: "avx512_bf16", torch.int8: "avx512_vnni"}[pair.inputs]
-    most_rows = {torch.float32: 128, torch.bfloat16: 64, torch.int8: 32}[pair.inputs]
+    most_rows = {torch.float32: 64, torch.bfloat16: 64, torch.int8: 32}[pair.inputs]
     tiles = {torch.float32: None, torch.bfloat16: "AMX-BF16", torch.int8: "AMX-INT8"}[pair.inputs]
     on_tiles = m >= 32 and tiles in torch_tile.runtime.host_matrix_units()
     if (dot is None or dot in cpu_flags()) and m <= most_rows and not on_tiles:
