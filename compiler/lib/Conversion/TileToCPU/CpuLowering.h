@@ -50,6 +50,10 @@ void populateMemoryAccessPatterns(const TypeConverter &converter, RewritePattern
                                   bool maskedStores = false);
 /// The pointer `ptr` is an offset of: its chain of getelementptr stripped.
 Value pointerRoot(Value ptr);
+/// A buffer of `bytes` on the stack, 64-byte aligned, made once at the entry of the kernel
+/// that `b`'s insertion point is in (an alloca in a loop would take more stack at every
+/// iteration).
+Value kernelStackBuffer(OpBuilder &b, Location loc, int64_t bytes);
 /// Whether `op` or an op nested in it may write (or free) memory.
 bool writesMemory(Operation *op);
 

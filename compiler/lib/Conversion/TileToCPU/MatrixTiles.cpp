@@ -212,17 +212,7 @@ SmallVector<Value> mlir::tile::cpu::matrixTileMicrokernel(OpBuilder &b, Location
   // kernel's own, made once at its entry: the same accumulator buffer at every dot of
   // the K loop lets LLVM drop the store of rows it has just loaded from it.
   int64_t rowBytes = n * 4;
-  auto stackBuffer = [&](int64_t size) -> Value {
-    OpBuilder::InsertionGuard guard(b);
-    Block &entry = b.getInsertionBlock()
-                       ->getParent()
-                       ->getParentOfType<FunctionOpInterface>()
-                       .getFunctionBody()
-                       .front();
-    b.setInsertionPointToStart(&entry);
-    return LLVM::AllocaOp::create(b, loc, ptrType, b.getI8Type(), i64Value(b, loc, size), 64);
-  };
-  Value buffer = stackBuffer(m * rowBytes);
+  Value buffer = kernelStackBuffer(b, loc, m * rowBytes);
   // One address per row, shared by its store and its load (keepAccumulatorsInTileBuffers
   // matches them by it).
   SmallVector<Value> rowAddresses;
@@ -250,7 +240,7 @@ SmallVector<Value> mlir::tile::cpu::matrixTileMicrokernel(OpBuilder &b, Location
   // a staged copy.
   auto source = [&](const TileBlock &block, Value whole, int64_t rows, Value cols,
                     int64_t stagedStride) {
-    Value copy = stackBuffer(rows * stagedStride * elementBytes);
+    Value copy = kernelStackBuffer(b, loc, rows * stagedStride * elementBytes);
     auto staged = [&](OpBuilder &b, Location loc) {
       stageBlock(b, loc, block.operand, block.validRows, block.validCols, rows, cols, copy,
                  stagedStride);

@@ -460,6 +460,18 @@ Value mlir::tile::cpu::pointerRoot(Value ptr) {
   return ptr;
 }
 
+Value mlir::tile::cpu::kernelStackBuffer(OpBuilder &b, Location loc, int64_t bytes) {
+  OpBuilder::InsertionGuard guard(b);
+  Block &entry = b.getInsertionBlock()
+                     ->getParent()
+                     ->getParentOfType<FunctionOpInterface>()
+                     .getFunctionBody()
+                     .front();
+  b.setInsertionPointToStart(&entry);
+  return LLVM::AllocaOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext()), b.getI8Type(),
+                                i64Constant(b, loc, bytes), 64);
+}
+
 bool mlir::tile::cpu::writesMemory(Operation *op) {
   WalkResult walk = op->walk([](Operation *nested) {
     if (auto effects = dyn_cast<MemoryEffectOpInterface>(nested)) {

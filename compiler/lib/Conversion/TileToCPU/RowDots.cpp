@@ -236,18 +236,7 @@ SmallVector<Value> mlir::tile::cpu::rowDotMicrokernel(OpBuilder &b, Location loc
   // block's first call took 670 ms to compile.
   int64_t rowBytes = n * rowType.getElementType().getIntOrFloatBitWidth() / 8;
   Type ptrType = ops.aBase.getType();
-  Value buffer;
-  {
-    OpBuilder::InsertionGuard guard(b);
-    Block &entry = b.getInsertionBlock()
-                       ->getParent()
-                       ->getParentOfType<FunctionOpInterface>()
-                       .getFunctionBody()
-                       .front();
-    b.setInsertionPointToStart(&entry);
-    buffer = LLVM::AllocaOp::create(b, loc, ptrType, b.getI8Type(),
-                                    i64Constant(b, loc, m * rowBytes), 64);
-  }
+  Value buffer = kernelStackBuffer(b, loc, m * rowBytes);
   auto rowAddress = [&](OpBuilder &b, Location loc, Value row) -> Value {
     return LLVM::GEPOp::create(b, loc, ptrType, b.getI8Type(), buffer,
                                ArrayRef<LLVM::GEPArg>{Value(arith::MulIOp::create(
