@@ -66,10 +66,6 @@ Value i16Constant(OpBuilder &b, Location loc, int64_t value) {
   return arith::ConstantIntOp::create(b, loc, b.getI16Type(), value);
 }
 
-Value i64Value(OpBuilder &b, Location loc, int64_t value) {
-  return arith::ConstantIntOp::create(b, loc, b.getI64Type(), value);
-}
-
 Value intrinsic(OpBuilder &b, Location loc, Type result, StringRef name, ValueRange operands) {
   if (!result) {
     LLVM::CallIntrinsicOp::create(b, loc, b.getStringAttr(name), operands);
@@ -138,16 +134,16 @@ void stageBlock(OpBuilder &b, Location loc, const TileOperand &from, Value valid
       b, loc, laneType, b.getI64VectorAttr(llvm::to_vector(llvm::seq<int64_t>(0, lanes))));
   Value zeros = arith::ConstantOp::create(b, loc, chunkType, b.getZeroAttr(chunkType));
   scf::ForOp::create(
-      b, loc, i64Value(b, loc, 0), i64Value(b, loc, rows), i64Value(b, loc, 1), ValueRange{},
-      [&](OpBuilder &b, Location loc, Value row, ValueRange) {
+      b, loc, i64Constant(b, loc, 0), i64Constant(b, loc, rows), i64Constant(b, loc, 1),
+      ValueRange{}, [&](OpBuilder &b, Location loc, Value row, ValueRange) {
         Value rowOn = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, row, validRows);
         Value source = elementsFrom(b, loc, from.base, from.element,
                                     arith::MulIOp::create(b, loc, row, from.rowStride));
         Value target =
             elementsFrom(b, loc, buffer, from.element,
-                         arith::MulIOp::create(b, loc, row, i64Value(b, loc, bufferStride)));
+                         arith::MulIOp::create(b, loc, row, i64Constant(b, loc, bufferStride)));
         scf::ForOp::create(
-            b, loc, i64Value(b, loc, 0), cols, i64Value(b, loc, lanes), ValueRange{},
+            b, loc, i64Constant(b, loc, 0), cols, i64Constant(b, loc, lanes), ValueRange{},
             [&](OpBuilder &b, Location loc, Value col, ValueRange) {
               Value inRow = arith::CmpIOp::create(
                   b, loc, arith::CmpIPredicate::slt,
@@ -169,11 +165,11 @@ void stageBlock(OpBuilder &b, Location loc, const TileOperand &from, Value valid
 }
 
 Value roundUp(OpBuilder &b, Location loc, Value x, int64_t multiple) {
-  Value m = i64Value(b, loc, multiple);
+  Value m = i64Constant(b, loc, multiple);
   return arith::MulIOp::create(
       b, loc,
-      arith::DivSIOp::create(b, loc,
-                             arith::AddIOp::create(b, loc, x, i64Value(b, loc, multiple - 1)), m),
+      arith::DivSIOp::create(
+          b, loc, arith::AddIOp::create(b, loc, x, i64Constant(b, loc, multiple - 1)), m),
       m);
 }
 
@@ -195,7 +191,7 @@ SmallVector<Value> mlir::tile::cpu::matrixTileMicrokernel(OpBuilder &b, Location
   Type amx = LLVM::LLVMX86AMXType::get(b.getContext());
   auto ptrType = LLVM::LLVMPointerType::get(b.getContext());
   auto bytes = [&](Value elements) -> Value {
-    return arith::MulIOp::create(b, loc, elements, i64Value(b, loc, elementBytes));
+    return arith::MulIOp::create(b, loc, elements, i64Constant(b, loc, elementBytes));
   };
   auto cmp = [&](arith::CmpIPredicate predicate, Value x, Value y) -> Value {
     return arith::CmpIOp::create(b, loc, predicate, x, y);
@@ -205,8 +201,9 @@ SmallVector<Value> mlir::tile::cpu::matrixTileMicrokernel(OpBuilder &b, Location
   // The k that a and b both keep, in whole tiles: past it every product is zero.
   Value kKept = arith::MinSIOp::create(
       b, loc, a.validCols,
-      arith::MulIOp::create(b, loc, bGroups.validRows, i64Value(b, loc, group)));
-  Value kEnd = roundUp(b, loc, arith::MaxSIOp::create(b, loc, kKept, i64Value(b, loc, 0)), kStep);
+      arith::MulIOp::create(b, loc, bGroups.validRows, i64Constant(b, loc, group)));
+  Value kEnd =
+      roundUp(b, loc, arith::MaxSIOp::create(b, loc, kKept, i64Constant(b, loc, 0)), kStep);
 
   // The accumulator through a buffer on the stack into its tiles. The buffers are the
   // kernel's own, made once at its entry: the same accumulator buffer at every dot of
@@ -223,17 +220,17 @@ SmallVector<Value> mlir::tile::cpu::matrixTileMicrokernel(OpBuilder &b, Location
   for (auto [i, row] : llvm::enumerate(accRows))
     LLVM::StoreOp::create(b, loc, row, rowAt(i), 64)
         ->setAttr(kAccumulatorRowAttr, b.getI64IntegerAttr(i));
-  Value bufferStride = i64Value(b, loc, rowBytes);
+  Value bufferStride = i64Constant(b, loc, rowBytes);
   // The corner of the accumulator's tile (band, chunk) in the buffer.
   auto cornerOf = [&](OpBuilder &b, Location loc, Value band, Value chunk) -> Value {
     Value offset = arith::AddIOp::create(
-        b, loc, arith::MulIOp::create(b, loc, band, i64Value(b, loc, kTileRows * rowBytes)),
-        arith::MulIOp::create(b, loc, chunk, i64Value(b, loc, kTileRowBytes)));
+        b, loc, arith::MulIOp::create(b, loc, band, i64Constant(b, loc, kTileRows * rowBytes)),
+        arith::MulIOp::create(b, loc, chunk, i64Constant(b, loc, kTileRowBytes)));
     return LLVM::GEPOp::create(b, loc, ptrType, b.getI8Type(), buffer,
                                ArrayRef<LLVM::GEPArg>{offset});
   };
   auto plus = [](OpBuilder &b, Location loc, Value x, int64_t y) -> Value {
-    return y == 0 ? x : arith::AddIOp::create(b, loc, x, i64Value(b, loc, y)).getResult();
+    return y == 0 ? x : arith::AddIOp::create(b, loc, x, i64Constant(b, loc, y)).getResult();
   };
 
   // Each operand from its own memory where every lane a tile reads is kept, else from
@@ -244,7 +241,7 @@ SmallVector<Value> mlir::tile::cpu::matrixTileMicrokernel(OpBuilder &b, Location
     auto staged = [&](OpBuilder &b, Location loc) {
       stageBlock(b, loc, block.operand, block.validRows, block.validCols, rows, cols, copy,
                  stagedStride);
-      scf::YieldOp::create(b, loc, ValueRange{copy, i64Value(b, loc, stagedStride)});
+      scf::YieldOp::create(b, loc, ValueRange{copy, i64Constant(b, loc, stagedStride)});
     };
     auto own = [&](OpBuilder &b, Location loc) {
       scf::YieldOp::create(b, loc, ValueRange{block.operand.base, block.operand.rowStride});
@@ -256,17 +253,17 @@ SmallVector<Value> mlir::tile::cpu::matrixTileMicrokernel(OpBuilder &b, Location
   // and only a last, partial one (a K that the 64-byte step does not divide) from a
   // staged copy of that step: staging every program's last block of a whole had cost a
   // 1024x1024x1000 int8 matmul 44% of its speed. A block at M's edge stages all of its k.
-  Value aRowsWhole = cmp(Pred::eq, a.validRows, i64Value(b, loc, m));
+  Value aRowsWhole = cmp(Pred::eq, a.validRows, i64Constant(b, loc, m));
   Value kWholeSteps = arith::MinSIOp::create(
       b, loc,
-      arith::MulIOp::create(
-          b, loc,
-          arith::DivSIOp::create(b, loc,
-                                 arith::MaxSIOp::create(b, loc, a.validCols, i64Value(b, loc, 0)),
-                                 i64Value(b, loc, kStep)),
-          i64Value(b, loc, kStep)),
+      arith::MulIOp::create(b, loc,
+                            arith::DivSIOp::create(
+                                b, loc,
+                                arith::MaxSIOp::create(b, loc, a.validCols, i64Constant(b, loc, 0)),
+                                i64Constant(b, loc, kStep)),
+                            i64Constant(b, loc, kStep)),
       kEnd);
-  Value kInPlace = arith::SelectOp::create(b, loc, aRowsWhole, kWholeSteps, i64Value(b, loc, 0));
+  Value kInPlace = arith::SelectOp::create(b, loc, aRowsWhole, kWholeSteps, i64Constant(b, loc, 0));
   TileBlock aTail = a;
   aTail.operand.base = elementsFrom(b, loc, a.operand.base, element, kInPlace);
   aTail.validCols = arith::SubIOp::create(b, loc, a.validCols, kInPlace);
@@ -274,14 +271,14 @@ SmallVector<Value> mlir::tile::cpu::matrixTileMicrokernel(OpBuilder &b, Location
       b, loc, aRowsWhole,
       cmp(Pred::sge, aTail.validCols, arith::SubIOp::create(b, loc, kEnd, kInPlace)));
   Value bWhole = arith::AndIOp::create(
-      b, loc, cmp(Pred::eq, bGroups.validCols, i64Value(b, loc, n * group)),
-      cmp(Pred::sge, arith::MulIOp::create(b, loc, bGroups.validRows, i64Value(b, loc, group)),
+      b, loc, cmp(Pred::eq, bGroups.validCols, i64Constant(b, loc, n * group)),
+      cmp(Pred::sge, arith::MulIOp::create(b, loc, bGroups.validRows, i64Constant(b, loc, group)),
           kEnd));
   TileSource aOwn{a.operand.base, a.operand.rowStride};
   TileSource aTailSource =
       source(aTail, aTailWhole, m, arith::SubIOp::create(b, loc, kEnd, kInPlace), kPadded);
   TileSource bSource =
-      source(bGroups, bWhole, kPadded / group, i64Value(b, loc, n * group), n * group);
+      source(bGroups, bWhole, kPadded / group, i64Constant(b, loc, n * group), n * group);
 
   Value bStride = bytes(bSource.rowStride);
   // The tiles of the sub-block of `bandCount` bands from `firstBand` and `chunkCount`
@@ -291,18 +288,18 @@ SmallVector<Value> mlir::tile::cpu::matrixTileMicrokernel(OpBuilder &b, Location
   auto multiply = [&](OpBuilder &b, Location loc, Value firstBand, Value firstChunk, Value k0,
                       Value k1, SmallVector<Value> tiles) {
     auto loop = scf::ForOp::create(
-        b, loc, k0, k1, i64Value(b, loc, kStep), tiles,
+        b, loc, k0, k1, i64Constant(b, loc, kStep), tiles,
         [&](OpBuilder &b, Location loc, Value kk, ValueRange state) {
           SmallVector<Value> aTiles, bTiles;
           Value own = cmp(Pred::slt, kk, kInPlace);
           TileSource aSource{
               LLVM::SelectOp::create(b, loc, own, aOwn.base, aTailSource.base),
               arith::SelectOp::create(b, loc, own, aOwn.rowStride, aTailSource.rowStride)};
-          Value aFirstK = arith::SelectOp::create(b, loc, own, i64Value(b, loc, 0), kInPlace);
+          Value aFirstK = arith::SelectOp::create(b, loc, own, i64Constant(b, loc, 0), kInPlace);
           Value aStride = bytes(aSource.rowStride);
           for (int64_t band = 0; band < subBands; ++band) {
             Value firstRow = arith::MulIOp::create(b, loc, plus(b, loc, firstBand, band),
-                                                   i64Value(b, loc, kTileRows));
+                                                   i64Constant(b, loc, kTileRows));
             Value offset = arith::AddIOp::create(
                 b, loc, arith::MulIOp::create(b, loc, firstRow, aSource.rowStride),
                 arith::SubIOp::create(b, loc, kk, aFirstK));
@@ -310,13 +307,13 @@ SmallVector<Value> mlir::tile::cpu::matrixTileMicrokernel(OpBuilder &b, Location
                 loadTile(b, loc, elementsFrom(b, loc, aSource.base, element, offset), aStride));
           }
           // b's row of groups kk / group, chunk c's 16 columns of `group` k each.
-          Value groupRow = arith::DivUIOp::create(b, loc, kk, i64Value(b, loc, group));
+          Value groupRow = arith::DivUIOp::create(b, loc, kk, i64Constant(b, loc, group));
           Value rowStart = arith::MulIOp::create(b, loc, groupRow, bSource.rowStride);
           for (int64_t chunk = 0; chunk < subChunks; ++chunk) {
-            Value offset =
-                arith::AddIOp::create(b, loc, rowStart,
-                                      arith::MulIOp::create(b, loc, plus(b, loc, firstChunk, chunk),
-                                                            i64Value(b, loc, kTileRows * group)));
+            Value offset = arith::AddIOp::create(
+                b, loc, rowStart,
+                arith::MulIOp::create(b, loc, plus(b, loc, firstChunk, chunk),
+                                      i64Constant(b, loc, kTileRows * group)));
             bTiles.push_back(
                 loadTile(b, loc, elementsFrom(b, loc, bSource.base, element, offset), bStride));
           }
@@ -353,7 +350,7 @@ SmallVector<Value> mlir::tile::cpu::matrixTileMicrokernel(OpBuilder &b, Location
                   cornerOf(b, loc, plus(b, loc, firstBand, band), plus(b, loc, firstChunk, chunk)),
                   bufferStride, tiles[band * subChunks + chunk]);
   };
-  Value zero = i64Value(b, loc, 0);
+  Value zero = i64Constant(b, loc, 0);
   if (subBands == bands && subChunks == chunks) {
     // One sub-block: its tiles stay in registers through the whole K loop.
     storeSubBlock(b, loc, zero, zero,
@@ -365,28 +362,28 @@ SmallVector<Value> mlir::tile::cpu::matrixTileMicrokernel(OpBuilder &b, Location
     // At least one chunk, of no k where the block keeps none: every tile is then loaded
     // and stored back at every dot (see readZerosAtFirstVisits).
     int64_t chunkK = kChunkSteps * kStep;
-    Value chunksEnd = arith::MaxSIOp::create(b, loc, kEnd, i64Value(b, loc, 1));
-    scf::ForOp::create(b, loc, zero, chunksEnd, i64Value(b, loc, chunkK), ValueRange{},
+    Value chunksEnd = arith::MaxSIOp::create(b, loc, kEnd, i64Constant(b, loc, 1));
+    scf::ForOp::create(b, loc, zero, chunksEnd, i64Constant(b, loc, chunkK), ValueRange{},
                        [&](OpBuilder &b, Location loc, Value k0, ValueRange) {
                          Value k1 = arith::MinSIOp::create(
-                             b, loc, arith::AddIOp::create(b, loc, k0, i64Value(b, loc, chunkK)),
+                             b, loc, arith::AddIOp::create(b, loc, k0, i64Constant(b, loc, chunkK)),
                              kEnd);
                          // The sub-blocks as a loop, not unrolled: each is a K loop of
                          // its own, and four of them had been a fifth of a 64 x 64
                          // kernel's compile.
                          int64_t perRow = chunks / subChunks;
                          auto subBlocks = scf::ForOp::create(
-                             b, loc, zero, i64Value(b, loc, (bands / subBands) * perRow),
-                             i64Value(b, loc, 1), ValueRange{},
+                             b, loc, zero, i64Constant(b, loc, (bands / subBands) * perRow),
+                             i64Constant(b, loc, 1), ValueRange{},
                              [&](OpBuilder &b, Location loc, Value sub, ValueRange) {
                                Value band = arith::MulIOp::create(
                                    b, loc,
-                                   arith::DivUIOp::create(b, loc, sub, i64Value(b, loc, perRow)),
-                                   i64Value(b, loc, subBands));
+                                   arith::DivUIOp::create(b, loc, sub, i64Constant(b, loc, perRow)),
+                                   i64Constant(b, loc, subBands));
                                Value chunk = arith::MulIOp::create(
                                    b, loc,
-                                   arith::RemUIOp::create(b, loc, sub, i64Value(b, loc, perRow)),
-                                   i64Value(b, loc, subChunks));
+                                   arith::RemUIOp::create(b, loc, sub, i64Constant(b, loc, perRow)),
+                                   i64Constant(b, loc, subChunks));
                                storeSubBlock(b, loc, band, chunk,
                                              multiply(b, loc, band, chunk, k0, k1,
                                                       loadSubBlock(b, loc, band, chunk)));
@@ -543,7 +540,7 @@ bool readZerosAtFirstVisits(scf::ForOp loop, Value buffer, Operation *kernel) {
     load->setOperand(
         2, LLVM::SelectOp::create(b, loc, first, zeroRow(b, loc, kernel), load->getOperand(2)));
     load->setOperand(
-        3, arith::SelectOp::create(b, loc, first, i64Value(b, loc, 0), load->getOperand(3)));
+        3, arith::SelectOp::create(b, loc, first, i64Constant(b, loc, 0), load->getOperand(3)));
   }
   return everyIteration;
 }
@@ -589,7 +586,7 @@ void mlir::tile::cpu::keepAccumulatorsInTileBuffers(Operation *kernel) {
                   b, loc,
                   LLVM::GEPOp::create(b, loc, corner.getType(), b.getI8Type(), corner,
                                       ArrayRef<LLVM::GEPArg>{int32_t(row * *rowBytes + column)}),
-                  i64Value(b, loc, *rowBytes), zeros);
+                  i64Constant(b, loc, *rowBytes), zeros);
         };
         if (readZerosAtFirstVisits(loop, corner, kernel)) {
           Value noIteration = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge,
