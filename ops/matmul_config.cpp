@@ -59,11 +59,11 @@ std::map<std::string, int64_t> cpuConfig(const Target &target, int64_t n, int64_
   // Where N leaves a 64-wide block column mostly past the matrix and 32-wide ones do not
   // (96, 160, 200 columns), 8 x 32 blocks: their multiply-adds past N cost more than the
   // 3-4% 8 x 32 gives up to 4 x 64 in whole blocks (2 threads, f32, against MKL: 96^3
-  // 0.47 -> 0.68x, 160^3 0.52 -> 1.00x, 200^3 0.46 -> 0.68x). Not int8, whose blocks at
-  // N's edge run the whole blocks' loop with b's lanes masked: there 8 x 32 ran slower
-  // than 4 x 64 (znver5, 2 threads, against _int_mm, three alternations: 200^3 0.71-0.79
-  // against 0.87-0.90x, 224^3 0.72-0.80 against 0.91-0.92x, 256x200x256 0.70-0.73 against
-  // 0.84-0.87x).
+  // 0.47 -> 0.68x, 160^3 0.52 -> 1.00x, 200^3 0.46 -> 0.68x). Not int8: there 8 x 32 ran
+  // slower than 4 x 64 with its edge column (znver5, 2 threads, against _int_mm, three
+  // alternations: 200^3 0.71-0.79 against 0.87-0.90x, 224^3 0.72-0.80 against 0.91-0.92x,
+  // 256x200x256 0.70-0.73 against 0.84-0.87x), and the edge column's masked path was not
+  // the cost (b's lanes masked in the whole blocks' loop changed nothing).
   if (avx512 && inputDtype != "i8" && roundUpTo(n, 32) * 100 < roundUpTo(n, 64) * 96) {
     blockM = 8;
     blockN = 32;

@@ -275,8 +275,10 @@ void tile::binding::prepareMatmul(MatmulCall &call, const char *op, const at::Te
   // tokens through a Linear's weight) take dots along k, reading b once in place (see
   // RowDots.cpp in the compiler), where a copy into panels transposed all of b for a few
   // rows of products.
-  bool rowDots = cpu && !onTiles && m >= 1 && m <= rowDotRows(target, specDtype(a.scalar_type())) &&
-                 n > 1 && k > 1 && b.stride(0) == 1 && b.stride(1) != 1 && a.stride(1) == 1;
+  // (The host's features are looked up last, only for such layouts.)
+  bool rowDots = cpu && !onTiles && m >= 1 && n > 1 && k > 1 && b.stride(0) == 1 &&
+                 b.stride(1) != 1 && a.stride(1) == 1 &&
+                 m <= rowDotRows(target, specDtype(a.scalar_type()));
   bool stridedB = cpu && b.stride(1) != 1 && n > 1 && k > 0 && !rowDots;
   bool panels = cpu && !rowDots &&
                 (onTiles || stridedB ||
