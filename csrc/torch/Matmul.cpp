@@ -424,10 +424,53 @@ std::optional<at::Tensor> matmulHalfAsFloat(const char *op, const at::Tensor &a,
   return out == at::kFloat ? c : c.to(at::kHalf);
 }
 
+/// c (M x N) written from cT, its transpose (N x M, rows contiguous), by the threads, each
+/// a band of cT's rows: c's columns.
+at::Tensor transposedBack(const at::Tensor &cT) {
+  int64_t n = cT.size(0), m = cT.size(1), bytes = cT.element_size();
+  at::Tensor c = at::empty({m, n}, cT.options());
+  const char *from = static_cast<const char *>(cT.const_data_ptr());
+  char *to = static_cast<char *>(c.data_ptr());
+  int64_t fromStride = cT.stride(0) * bytes;
+  constexpr int64_t kColumnsPerTask = 256;
+  tile::binding::atenParallelFor(0, n, kColumnsPerTask, [&](int64_t first, int64_t last) {
+    tile::runtime::transposeMatrix(from + first * fromStride, fromStride, last - first, m, bytes,
+                                   to + first * bytes, n * bytes);
+  });
+  return c;
+}
+
+/// A few rows of a against a transposed b on the matrix tiles, as c^T = b^T a^T (see
+/// multipliesTransposedOnTiles), the call checked on its own operands; none elsewhere. A
+/// bias (one per column of c, so per row of c^T) and leaky_relu are applied to c as the
+/// kernel's epilogue applies them: in the accumulator's dtype, then rounded once.
+std::optional<at::Tensor> matmulTransposedOnTiles(const char *op, const at::Tensor &a,
+                                                  const at::Tensor &b,
+                                                  std::optional<double> negativeSlope,
+                                                  std::optional<at::ScalarType> outDtype,
+                                                  const std::optional<at::Tensor> &bias) {
+  if (!tile::binding::multipliesTransposedOnTiles(tile::runtime::cpuTarget(), a, b))
+    return std::nullopt;
+  at::ScalarType out =
+      tile::binding::checkMatmulCall(op, a, b, negativeSlope.has_value(), outDtype, bias);
+  if (!bias && !negativeSlope)
+    return transposedBack(matmulCpu("tile::matmul", b.t(), a.t(), std::nullopt, out, std::nullopt));
+  at::ScalarType accumulator = a.scalar_type() == at::kChar ? at::kInt : at::kFloat;
+  at::Tensor c = transposedBack(
+      matmulCpu("tile::matmul", b.t(), a.t(), std::nullopt, accumulator, std::nullopt));
+  if (bias)
+    c.add_(*bias);
+  if (negativeSlope)
+    at::leaky_relu_(c, *negativeSlope);
+  return out == accumulator ? c : c.to(out);
+}
+
 at::Tensor matmul(const at::Tensor &a, const at::Tensor &b,
                   std::optional<at::ScalarType> outDtype,
                   const std::optional<at::Tensor> &bias) {
   if (auto c = matmulHalfAsFloat("tile::matmul", a, b, std::nullopt, outDtype, bias))
+    return *c;
+  if (auto c = matmulTransposedOnTiles("tile::matmul", a, b, std::nullopt, outDtype, bias))
     return *c;
   return matmulCpu("tile::matmul", a, b, std::nullopt, outDtype, bias);
 }
@@ -436,6 +479,9 @@ at::Tensor matmulLeakyRelu(const at::Tensor &a, const at::Tensor &b, double nega
                            std::optional<at::ScalarType> outDtype,
                            const std::optional<at::Tensor> &bias) {
   if (auto c = matmulHalfAsFloat("tile::matmul_leaky_relu", a, b, negativeSlope, outDtype, bias))
+    return *c;
+  if (auto c =
+          matmulTransposedOnTiles("tile::matmul_leaky_relu", a, b, negativeSlope, outDtype, bias))
     return *c;
   return matmulCpu("tile::matmul_leaky_relu", a, b, negativeSlope, outDtype, bias);
 }

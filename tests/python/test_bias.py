@@ -79,6 +79,31 @@ def test_bias_parity(op, inputs, out_dtype, result, bias_dtype, shape, device):
     assert_close_elementwise(out, a, b, bias, op, -0.3, result, out_dtype)
 
 
+# A few rows of a against a transposed b (a Linear's weight) of 256 columns or more run as
+# c^T = b^T a^T where the host has matrix tiles (AMX): the bias, one per column of c, and
+# leaky_relu then apply to c after the transpose back, in the accumulator's dtype, and the
+# result is rounded once. Elsewhere the kernel's epilogue applies them; parity either way.
+@pytest.mark.parametrize("shape", [(8, 300, 64), (17, 257, 130), (64, 512, 999)],
+                         ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("inputs, out_dtype, result, bias_dtype",
+                         [c for c in CASES if c.values[0] in (torch.bfloat16, torch.int8)])
+@pytest.mark.parametrize("op", ["matmul", "matmul_leaky_relu"])
+def test_bias_with_few_rows_against_a_transposed_b(op, inputs, out_dtype, result, bias_dtype,
+                                                   shape):
+    if op == "matmul_leaky_relu" and inputs == torch.int8:
+        pytest.skip("leaky_relu has no int8 variant")
+    m, n, k = shape
+    a, b, bias = operands((m, n, k), inputs, bias_dtype, "cpu")
+    b = b.t().contiguous().t()
+    kwargs = {"bias": bias} if out_dtype is None else {"bias": bias, "out_dtype": out_dtype}
+    poisoned((m, n), result, "cpu")
+    if op == "matmul":
+        out = torch.ops.tile.matmul(a, b, **kwargs)
+    else:
+        out = torch.ops.tile.matmul_leaky_relu(a, b, -0.3, **kwargs)
+    assert_close_elementwise(out, a, b, bias, op, -0.3, result, out_dtype)
+
+
 # A contiguous bias compiles a kernel of its own (one vector load per block row), other
 # views the kernel that reads it through its stride; 800 x 777 in bfloat16 and int8 takes
 # the tile registers' 64 x 64 blocks where the host has AMX.
