@@ -537,14 +537,15 @@ bool tile::binding::usesMatrixTiles(const Target &target, const std::string &inp
 
 bool tile::binding::multipliesTransposedOnTiles(const Target &target, const at::Tensor &a,
                                                 const at::Tensor &b) {
-  // On an AMX Xeon (2 threads, b transposed, x 4096 x 4096 and 16 x 11008 x 4096, the
+  // On an AMX Xeon (2 threads, b transposed, x 4096 x 4096 and x 11008 x 4096, the
   // transpose back included; two alternations with the rule before, whose 9-31 rows took
-  // dots along k and 32-64 the tiles with all of b transposed into panels): bf16 8-64 rows
-  // 0.31-0.85 -> 0.93-2.03x of oneDNN, int8 9-64 rows 0.48-1.10 -> 0.96-1.54x of _int_mm.
-  // Dots along k kept int8's 8 rows (1.08-1.28x) and bf16's 1-4 (1.5-2.0x, swapped
-  // 1.2-1.4x). The swapped call's rows, b's columns, must fill the tiles' blocks (and so
-  // never swap again).
-  constexpr int64_t kMostRows = 64, kFewestColumns = 256;
+  // dots along k and 32 and more the tiles with all of b transposed into panels): bf16
+  // 8-64 rows 0.31-0.85 -> 0.93-2.03x of oneDNN, 96 0.44-0.51 -> 1.00-1.23x, 192
+  // 0.64-0.74 -> 0.81-0.85x (256: 0.76-0.80 against 0.72-0.79); int8 9-64 rows
+  // 0.48-1.10 -> 0.96-1.54x of _int_mm, 128 0.86-0.95 -> 1.18-1.34x, 256 1.09-1.13 ->
+  // 1.23-1.44x. Dots along k kept int8's 8 rows (1.08-1.28x) and bf16's 1-4 (1.5-2.0x,
+  // swapped 1.2-1.4x). The swapped call's rows, b's columns, must fill the tiles' blocks.
+  constexpr int64_t kFewestColumns = 256;
   if (a.dim() != 2 || b.dim() != 2 || a.size(1) != b.size(0) ||
       a.scalar_type() != b.scalar_type() || !a.device().is_cpu() || !b.device().is_cpu())
     return false;
@@ -552,9 +553,9 @@ bool tile::binding::multipliesTransposedOnTiles(const Target &target, const at::
   if (!int8 && a.scalar_type() != at::kBFloat16)
     return false;
   int64_t m = a.size(0), k = a.size(1), n = b.size(1);
-  int64_t fewestRows = int8 ? 9 : 8;
+  int64_t fewestRows = int8 ? 9 : 8, mostRows = int8 ? 256 : 192;
   bool transposedB = b.stride(0) == 1 && b.stride(1) != 1;
-  return m >= fewestRows && m <= kMostRows && n >= kFewestColumns && k > 1 && transposedB &&
+  return m >= fewestRows && m <= mostRows && n >= kFewestColumns && k > 1 && transposedB &&
          a.stride(1) == 1 && hasCpuMatrixTiles(target, specDtype(a.scalar_type()));
 }
 

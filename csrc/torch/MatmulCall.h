@@ -109,11 +109,12 @@ inline int64_t rowsOfWholeTileBlocks(int64_t m) {
 /// compiler): the host has them for the dtype, a's k is unit-stride and M fills a block.
 bool usesMatrixTiles(const Target &target, const std::string &inputDtype, bool unitKOfA, int64_t m);
 
-/// Whether a CPU call of a few rows of a against a transposed b (x @ W^T for a few tokens
-/// through a Linear's weight) runs as c^T = b^T a^T on the host's matrix tiles: b^T (the
-/// weight's rows, k contiguous) is then the tiles' a, read in place, and a's few rows the
-/// b that is copied into panels, where b itself would be transposed into panels whole.
-/// The caller writes c from c^T (and adds a bias and leaky_relu there).
+/// Whether a CPU call of a few rows of a (up to a few hundred) against a transposed b
+/// (x @ W^T for a batch of tokens through a Linear's weight) runs as c^T = b^T a^T on the
+/// host's matrix tiles: b^T (the weight's rows, k contiguous) is then the tiles' a, read
+/// in place, and a's rows the b that is copied into panels, where b itself would be
+/// transposed into panels whole. The caller writes c from c^T (and adds a bias and
+/// leaky_relu there).
 bool multipliesTransposedOnTiles(const Target &target, const at::Tensor &a, const at::Tensor &b);
 
 /// The `packed_b` knob of a CPU call whose b is read from panels: the k per group of the
