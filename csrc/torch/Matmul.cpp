@@ -440,16 +440,16 @@ at::Tensor transposedBack(const at::Tensor &cT) {
   return c;
 }
 
-/// A few rows of a against a transposed b on the matrix tiles, as c^T = b^T a^T (see
-/// multipliesTransposedOnTiles), the call checked on its own operands; none elsewhere. A
+/// A few rows of a against a transposed b as c^T = b^T a^T (see
+/// multipliesTransposedProduct), the call checked on its own operands; none elsewhere. A
 /// bias (one per column of c, so per row of c^T) and leaky_relu are applied to c as the
 /// kernel's epilogue applies them: in the accumulator's dtype, then rounded once.
-std::optional<at::Tensor> matmulTransposedOnTiles(const char *op, const at::Tensor &a,
-                                                  const at::Tensor &b,
-                                                  std::optional<double> negativeSlope,
-                                                  std::optional<at::ScalarType> outDtype,
-                                                  const std::optional<at::Tensor> &bias) {
-  if (!tile::binding::multipliesTransposedOnTiles(tile::runtime::cpuTarget(), a, b))
+std::optional<at::Tensor> matmulAsTransposedProduct(const char *op, const at::Tensor &a,
+                                                    const at::Tensor &b,
+                                                    std::optional<double> negativeSlope,
+                                                    std::optional<at::ScalarType> outDtype,
+                                                    const std::optional<at::Tensor> &bias) {
+  if (!tile::binding::multipliesTransposedProduct(tile::runtime::cpuTarget(), a, b))
     return std::nullopt;
   at::ScalarType out =
       tile::binding::checkMatmulCall(op, a, b, negativeSlope.has_value(), outDtype, bias);
@@ -470,7 +470,7 @@ at::Tensor matmul(const at::Tensor &a, const at::Tensor &b,
                   const std::optional<at::Tensor> &bias) {
   if (auto c = matmulHalfAsFloat("tile::matmul", a, b, std::nullopt, outDtype, bias))
     return *c;
-  if (auto c = matmulTransposedOnTiles("tile::matmul", a, b, std::nullopt, outDtype, bias))
+  if (auto c = matmulAsTransposedProduct("tile::matmul", a, b, std::nullopt, outDtype, bias))
     return *c;
   return matmulCpu("tile::matmul", a, b, std::nullopt, outDtype, bias);
 }
@@ -481,7 +481,7 @@ at::Tensor matmulLeakyRelu(const at::Tensor &a, const at::Tensor &b, double nega
   if (auto c = matmulHalfAsFloat("tile::matmul_leaky_relu", a, b, negativeSlope, outDtype, bias))
     return *c;
   if (auto c =
-          matmulTransposedOnTiles("tile::matmul_leaky_relu", a, b, negativeSlope, outDtype, bias))
+          matmulAsTransposedProduct("tile::matmul_leaky_relu", a, b, negativeSlope, outDtype, bias))
     return *c;
   return matmulCpu("tile::matmul_leaky_relu", a, b, negativeSlope, outDtype, bias);
 }

@@ -535,28 +535,40 @@ bool tile::binding::usesMatrixTiles(const Target &target, const std::string &inp
   return hasCpuMatrixTiles(target, inputDtype) && unitKOfA && m >= kRowsWorthTiles;
 }
 
-bool tile::binding::multipliesTransposedOnTiles(const Target &target, const at::Tensor &a,
+bool tile::binding::multipliesTransposedProduct(const Target &target, const at::Tensor &a,
                                                 const at::Tensor &b) {
-  // On an AMX Xeon (2 threads, b transposed, x 4096 x 4096 and x 11008 x 4096, the
-  // transpose back included; two alternations with the rule before, whose 9-31 rows took
-  // dots along k and 32 and more the tiles with all of b transposed into panels): bf16
-  // 8-64 rows 0.31-0.85 -> 0.93-2.03x of oneDNN, 96 0.44-0.51 -> 1.00-1.23x, 192
-  // 0.64-0.74 -> 0.81-0.85x (256: 0.76-0.80 against 0.72-0.79); int8 9-64 rows
-  // 0.48-1.10 -> 0.96-1.54x of _int_mm, 128 0.86-0.95 -> 1.18-1.34x, 256 1.09-1.13 ->
-  // 1.23-1.44x. Dots along k kept int8's 8 rows (1.08-1.28x) and bf16's 1-4 (1.5-2.0x,
-  // swapped 1.2-1.4x). The swapped call's rows, b's columns, must fill the tiles' blocks.
   constexpr int64_t kFewestColumns = 256;
   if (a.dim() != 2 || b.dim() != 2 || a.size(1) != b.size(0) ||
       a.scalar_type() != b.scalar_type() || !a.device().is_cpu() || !b.device().is_cpu())
     return false;
-  bool int8 = a.scalar_type() == at::kChar;
-  if (!int8 && a.scalar_type() != at::kBFloat16)
+  at::ScalarType dtype = a.scalar_type();
+  if (dtype != at::kFloat && dtype != at::kBFloat16 && dtype != at::kChar)
     return false;
   int64_t m = a.size(0), k = a.size(1), n = b.size(1);
-  int64_t fewestRows = int8 ? 9 : 8, mostRows = int8 ? 256 : 192;
   bool transposedB = b.stride(0) == 1 && b.stride(1) != 1;
-  return m >= fewestRows && m <= mostRows && n >= kFewestColumns && k > 1 && transposedB &&
-         a.stride(1) == 1 && hasCpuMatrixTiles(target, specDtype(a.scalar_type()));
+  if (m < 2 || n < kFewestColumns || k < 2 || !transposedB || a.stride(1) != 1)
+    return false;
+  bool int8 = dtype == at::kChar;
+  std::string name = specDtype(dtype);
+  // On the matrix tiles (an AMX Xeon, 2 threads, b transposed, x 4096 x 4096 and x 11008 x
+  // 4096, the transpose back included; alternating with the rule before, whose 9-31 rows
+  // took dots along k and 32 and more the tiles with all of b transposed into panels):
+  // bf16 8-64 rows 0.31-0.85 -> 0.93-2.03x of oneDNN, 96 0.44-0.51 -> 1.00-1.23x, 192
+  // 0.64-0.74 -> 0.81-0.85x (256: 0.76-0.80 against 0.72-0.79); int8 9-64 rows
+  // 0.48-1.10 -> 0.96-1.54x of _int_mm, 128 0.86-0.95 -> 1.18-1.34x, 256 1.09-1.13 ->
+  // 1.23-1.44x. Dots along k kept int8's 8 rows (1.08-1.28x) and bf16's 1-4 (1.5-2.0x,
+  // swapped 1.2-1.4x). The swapped call's rows, b's columns, fill the tiles' blocks.
+  if (dtype != at::kFloat && hasCpuMatrixTiles(target, name))
+    return m >= (int8 ? 9 : 8) && m <= (int8 ? 256 : 192);
+  // On the vector kernel, past the rows that dots along k take (2-core znver5, two runs of
+  // three alternations, x 4096 x 4096 and 128 x 11008 x 4096): float32 96-256 rows 1.4-2.1
+  // -> 1.9-3.0x of MKL (96 rows 11.4-13.7 -> 8.0-9.6 ms), bf16 96-256 rows 0.81-1.03 ->
+  // 0.90-1.25x of oneDNN (96 rows 4.3-5.1 -> 3.6-4.0 ms), int8 128-192 rows 1.14-1.21 ->
+  // 1.20-1.39x of _int_mm. int8's 48 rows tied and 96 lost (1.23-1.33 -> 1.15-1.16x: the
+  // swapped call's 96 columns fill two thirds of its second 64-column block).
+  int64_t fewestRows = int8 ? 128 : rowDotRows(target, name) + 1;
+  constexpr int64_t kMostRows = 256;
+  return rowDotRows(target, name) > 0 && m >= fewestRows && m <= kMostRows;
 }
 
 int64_t tile::binding::rowDotRows(const Target &target, const std::string &inputDtype) {

@@ -110,12 +110,13 @@ inline int64_t rowsOfWholeTileBlocks(int64_t m) {
 bool usesMatrixTiles(const Target &target, const std::string &inputDtype, bool unitKOfA, int64_t m);
 
 /// Whether a CPU call of a few rows of a (up to a few hundred) against a transposed b
-/// (x @ W^T for a batch of tokens through a Linear's weight) runs as c^T = b^T a^T on the
-/// host's matrix tiles: b^T (the weight's rows, k contiguous) is then the tiles' a, read
-/// in place, and a's rows the b that is copied into panels, where b itself would be
-/// transposed into panels whole. The caller writes c from c^T (and adds a bias and
-/// leaky_relu there).
-bool multipliesTransposedOnTiles(const Target &target, const at::Tensor &a, const at::Tensor &b);
+/// (x @ W^T for a batch of tokens through a Linear's weight) runs as c^T = b^T a^T: b^T
+/// (the weight's rows, k contiguous) is then the kernel's a, read in place, and a's rows
+/// the b that is copied into panels, where b itself would be transposed into panels
+/// whole. On the host's matrix tiles from 8 rows (int8 9); on the vector kernel past the
+/// rows that take dots along k (rowDotRows), where the host has them. The caller writes c
+/// from c^T (and adds a bias and leaky_relu there).
+bool multipliesTransposedProduct(const Target &target, const at::Tensor &a, const at::Tensor &b);
 
 /// The `packed_b` knob of a CPU call whose b is read from panels: the k per group of the
 /// panels (PanelLayout::group) where the host's dot-product instruction takes b's k in

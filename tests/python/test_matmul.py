@@ -543,21 +543,22 @@ def test_few_rows_against_a_transposed_b_take_dots_along_k(op, pair, m, n, k, tm
         assert all("packed_b" in spec for spec in specs), specs
 
 
-@pytest.mark.parametrize("op, pair", [p for p in OP_PAIRS if p.values[1].inputs in (torch.bfloat16, torch.int8)])
+@pytest.mark.parametrize("op, pair", [p for p in OP_PAIRS if p.values[1].inputs in (torch.float32, torch.bfloat16, torch.int8)])
 @pytest.mark.parametrize("m, n, k", [(8, 256, 64), (9, 300, 999), (16, 1000, 130), (31, 257, 4100),
                                      (33, 512, 70), (64, 300, 1030), (100, 256, 520),
-                                     (200, 300, 130)])
-def test_few_rows_against_a_transposed_b_on_matrix_tiles(op, pair, m, n, k, tmp_path):
-    # Where the host has the dtype's matrix tiles (AMX), 8 to 192 rows of a (int8: 9 to
-    # 256) against a transposed b of 256 columns or more run as c^T = b^T a^T: b^T's rows (a
-    # Linear's weight) are the tiles' a, read in place, a's few rows the b copied into
-    # panels, and c is written from c^T. Other hosts take dots along k or panels. The
-    # result matches torch at ragged M, N and K either way.
+                                     (130, 300, 130), (200, 300, 130), (256, 260, 33)])
+def test_rows_against_a_transposed_b_as_the_transposed_product(op, pair, m, n, k, tmp_path):
+    # Rows of a against a transposed b of 256 columns or more (x @ W^T for a batch of
+    # tokens through a Linear's weight) run as c^T = b^T a^T: b^T's rows are the kernel's
+    # a, read in place, a's rows the b copied into panels, and c is written from c^T. On
+    # the matrix tiles (AMX) from 8 rows to 192 (int8: 9 to 256); on the vector kernel
+    # past the rows that take dots along k, to 256 (int8 from 128). Elsewhere dots along k
+    # or b's panels. The result matches torch at ragged M, N and K either way.
     a = random_matrix(m, k, pair.inputs)
     b = random_matrix(n, k, pair.inputs, 1 / math.sqrt(k)).t()
     specs = checked_specs(op, a, b, pair, tmp_path)
     assert specs
-    tiles = {torch.bfloat16: "AMX-BF16", torch.int8: "AMX-INT8"}[pair.inputs]
+    tiles = {torch.float32: None, torch.bfloat16: "AMX-BF16", torch.int8: "AMX-INT8"}[pair.inputs]
     fewest_rows, most_rows = (9, 256) if pair.inputs == torch.int8 else (8, 192)
     if tiles in torch_tile.runtime.host_matrix_units() and fewest_rows <= m <= most_rows:
         # The swapped call's rows, b's columns, fill the tiles' blocks.
