@@ -65,7 +65,21 @@ void copyRows(const void *from, int64_t fromStride, int64_t rows, int64_t rowByt
 /// (float32, or bfloat16 terms) of a float16 call's a and b, a's rows moved onto whole
 /// cache lines, a float16 call's transposed a and b copied to rows, or the panels a
 /// launch's task writes for itself (packPanelsInto).
-enum class ScratchUse { Panels, FloatA, FloatB, AlignedA, RowsOfHalvesA, RowsOfHalvesB, OwnPanels };
+/// - ProductTransposed: c^T of a call run as the transposed product, which the caller
+///   transposes back into c at once; ProductInAccumulator: that c in the accumulator's
+///   dtype, before its bias, leaky_relu and rounding. (Fresh allocations of them had
+///   faulted in their pages again on every call.)
+enum class ScratchUse {
+  Panels,
+  FloatA,
+  FloatB,
+  AlignedA,
+  RowsOfHalvesA,
+  RowsOfHalvesB,
+  OwnPanels,
+  ProductTransposed,
+  ProductInAccumulator
+};
 
 /// A buffer of at least `bytes` for the calling thread's `use`, valid until its next call
 /// for the same use. Buffers up to kRetainedPanelBytes are kept for the next call: a

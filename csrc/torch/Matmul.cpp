@@ -46,13 +46,15 @@ struct UnwrittenOperands {
 at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
                      std::optional<double> negativeSlope, std::optional<at::ScalarType> outDtype,
                      const std::optional<at::Tensor> &bias, bool rowBands = false,
-                     const UnwrittenOperands *unwritten = nullptr) {
+                     const UnwrittenOperands *unwritten = nullptr,
+                     std::optional<tile::runtime::ScratchUse> cScratch = std::nullopt) {
   using tile::runtime::LaunchPlan;
   using tile::runtime::ParallelFor;
   const auto &target = tile::runtime::cpuTarget();
   tile::binding::MatmulCall call;
   tile::binding::prepareMatmul(call, op, a, b, negativeSlope, outDtype, bias, target,
-                               /*contiguousRowsOfB=*/true, /*termsOfHalves=*/unwritten != nullptr);
+                               /*contiguousRowsOfB=*/true, /*termsOfHalves=*/unwritten != nullptr,
+                               cScratch);
   if (call.empty())
     return call.result();
   if (unwritten && call.a.const_data_ptr() != a.const_data_ptr())
@@ -425,10 +427,14 @@ std::optional<at::Tensor> matmulHalfAsFloat(const char *op, const at::Tensor &a,
 }
 
 /// c (M x N) written from cT, its transpose (N x M, rows contiguous), by the threads, each
-/// a band of cT's rows: c's columns.
-at::Tensor transposedBack(const at::Tensor &cT) {
+/// a band of cT's rows: c's columns. In the calling thread's scratch for `scratch` where
+/// given, else a tensor of its own.
+at::Tensor transposedBack(const at::Tensor &cT,
+                          std::optional<tile::runtime::ScratchUse> scratch = std::nullopt) {
   int64_t n = cT.size(0), m = cT.size(1), bytes = cT.element_size();
-  at::Tensor c = at::empty({m, n}, cT.options());
+  at::Tensor c = scratch ? at::from_blob(tile::runtime::threadScratch(*scratch, m * n * bytes),
+                                         {m, n}, cT.options())
+                         : at::empty({m, n}, cT.options());
   const char *from = static_cast<const char *>(cT.const_data_ptr());
   char *to = static_cast<char *>(c.data_ptr());
   int64_t fromStride = cT.stride(0) * bytes;
@@ -443,21 +449,28 @@ at::Tensor transposedBack(const at::Tensor &cT) {
 /// A few rows of a against a transposed b as c^T = b^T a^T (see
 /// multipliesTransposedProduct), the call checked on its own operands; none elsewhere. A
 /// bias (one per column of c, so per row of c^T) and leaky_relu are applied to c as the
-/// kernel's epilogue applies them: in the accumulator's dtype, then rounded once.
+/// kernel's epilogue applies them: in the accumulator's dtype, then rounded once. c^T, and
+/// c before its rounding, lie in the thread's scratch.
 std::optional<at::Tensor> matmulAsTransposedProduct(const char *op, const at::Tensor &a,
                                                     const at::Tensor &b,
                                                     std::optional<double> negativeSlope,
                                                     std::optional<at::ScalarType> outDtype,
                                                     const std::optional<at::Tensor> &bias) {
+  using tile::runtime::ScratchUse;
   if (!tile::binding::multipliesTransposedProduct(tile::runtime::cpuTarget(), a, b))
     return std::nullopt;
   at::ScalarType out =
       tile::binding::checkMatmulCall(op, a, b, negativeSlope.has_value(), outDtype, bias);
+  auto transposedProduct = [&](at::ScalarType dtype) {
+    return matmulCpu("tile::matmul", b.t(), a.t(), std::nullopt, dtype, std::nullopt, false,
+                     nullptr, ScratchUse::ProductTransposed);
+  };
   if (!bias && !negativeSlope)
-    return transposedBack(matmulCpu("tile::matmul", b.t(), a.t(), std::nullopt, out, std::nullopt));
+    return transposedBack(transposedProduct(out));
   at::ScalarType accumulator = a.scalar_type() == at::kChar ? at::kInt : at::kFloat;
-  at::Tensor c = transposedBack(
-      matmulCpu("tile::matmul", b.t(), a.t(), std::nullopt, accumulator, std::nullopt));
+  at::Tensor c = out == accumulator ? transposedBack(transposedProduct(accumulator))
+                                    : transposedBack(transposedProduct(accumulator),
+                                                     ScratchUse::ProductInAccumulator);
   if (bias)
     c.add_(*bias);
   if (negativeSlope)

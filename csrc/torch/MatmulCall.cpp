@@ -254,7 +254,8 @@ void tile::binding::prepareMatmul(MatmulCall &call, const char *op, const at::Te
                                   const at::Tensor &b, std::optional<double> negativeSlope,
                                   std::optional<at::ScalarType> outDtype,
                                   const std::optional<at::Tensor> &bias, const Target &target,
-                                  bool contiguousRowsOfB, bool termsOfHalves) {
+                                  bool contiguousRowsOfB, bool termsOfHalves,
+                                  std::optional<runtime::ScratchUse> cScratch) {
   at::ScalarType out =
       termsOfHalves ? checkMatmulCall(op, a, b, negativeSlope.has_value(), at::kFloat, std::nullopt)
                     : checkMatmulCall(op, a, b, negativeSlope.has_value(), outDtype, bias);
@@ -334,7 +335,12 @@ void tile::binding::prepareMatmul(MatmulCall &call, const char *op, const at::Te
     padded.copy_(call.b);
     call.b = padded;
   }
-  call.c = at::empty({m, n}, a.options().dtype(out));
+  auto cOptions = a.options().dtype(out);
+  call.c =
+      cScratch
+          ? at::from_blob(runtime::threadScratch(*cScratch, m * n * int64_t(c10::elementSize(out))),
+                          {m, n}, cOptions)
+          : at::empty({m, n}, cOptions);
   if (m == 0 || n == 0)
     return;
 

@@ -73,11 +73,14 @@ at::ScalarType checkMatmulCall(const char *op, const at::Tensor &a, const at::Te
 /// would share cache sets) in a call large enough to repay the copy. A bias (1-D, length
 /// N, in the input or the output dtype) is added to the accumulator before the epilogue.
 /// `termsOfHalves`: a and b are the bfloat16 terms of a float16 call whose output dtype
-/// (float16 or float32) and bias the caller checked on its own operands.
+/// (float16 or float32) and bias the caller checked on its own operands. `cScratch`: c in
+/// the calling thread's scratch for that use (see runtime::threadScratch), for a result the
+/// caller consumes before its next call for the same use.
 void prepareMatmul(MatmulCall &call, const char *op, const at::Tensor &a, const at::Tensor &b,
                    std::optional<double> negativeSlope, std::optional<at::ScalarType> outDtype,
                    const std::optional<at::Tensor> &bias, const Target &target,
-                   bool contiguousRowsOfB, bool termsOfHalves = false);
+                   bool contiguousRowsOfB, bool termsOfHalves = false,
+                   std::optional<runtime::ScratchUse> cScratch = std::nullopt);
 
 /// Whether the CPU kernel of a call reads b from a copy in panels (see PanelPacking.h):
 /// where the call is large enough to repay the copy, whatever b's layout. `groupsOfK`: the
