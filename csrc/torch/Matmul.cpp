@@ -411,6 +411,8 @@ std::optional<at::Tensor> matmulHalfAsFloat(const char *op, const at::Tensor &a,
       tile::binding::checkMatmulCall(op, a, b, negativeSlope.has_value(), outDtype, bias);
   if (auto c = matmulHalfOnBfloat16Tiles(op, a, b, negativeSlope, out, bias))
     return *c;
+  if (tile::binding::halvesTakeRowDots(tile::runtime::cpuTarget(), a, b))
+    return std::nullopt;
   std::optional<at::Tensor> bias32;
   if (bias)
     bias32 = bias->to(at::kFloat);

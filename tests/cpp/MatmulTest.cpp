@@ -168,6 +168,27 @@ long matches(const std::string &text, const std::regex &pattern) {
                        std::sregex_iterator());
 }
 
+TEST(Matmul, Float16DotsAlongKWidenAsLoaded) {
+  // A few rows of float16 against a b whose k is contiguous (a float16 Linear's weight)
+  // take dots along k on the float16 operands: each span of 16 k of a row or column is
+  // widened as it is loaded (vcvtph2ps, F16C) and multiplied in float32 lanes; nothing is
+  // gathered.
+  auto spec = tile::testing::withKnobs(
+      matmulSpec("matmul", "f16", "f16", 8, 8, 1024),
+      {{"unit_strides", 1 << 1 | 1 << 2 | 1 << 5}}); // a's k, b's k, c's rows
+  auto context = createContext();
+  auto module = ops::buildKernel(*context, spec);
+  CompileOptions options;
+  options.keepStages = true;
+  Target target = cpusWithAndWithout("znver4", "avx512bf16").first;
+  std::string assembly = compile(*module, target, options).stages.at(3).second;
+  // 16 halves to a zmm register at once (the kernel without dots along k widened b's
+  // elements one at a time, from 16-bit inserts).
+  EXPECT_GE(matches(assembly, std::regex(R"(\tvcvtph2ps\s[^\n]*%zmm)")), 16);
+  EXPECT_NE(assembly.find("vfmadd"), std::string::npos);
+  EXPECT_EQ(assembly.find("gather"), std::string::npos);
+}
+
 TEST_P(GroupedDots, TakeTheDotProductInstructionWhereTheCpuHasIt) {
   // On a CPU with AVX512-BF16 (AVX512-VNNI) the full blocks of a bf16 (int8) dot whose a
   // rows are unit-stride multiply pairs (quads) of k with vdpbf16ps (vpdpbusd); b's rows

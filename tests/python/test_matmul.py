@@ -513,7 +513,7 @@ def test_few_rows_read_b_in_place(op, pair, m, tmp_path):
             assert all(f"BLOCK_M={block_m}," in spec for spec in specs), specs
 
 
-@pytest.mark.parametrize("op, pair", [p for p in OP_PAIRS if p.values[1].inputs in (torch.float32, torch.bfloat16, torch.int8)])
+@pytest.mark.parametrize("op, pair", OP_PAIRS)
 @pytest.mark.parametrize("m, n, k", [(1, 45, 7), (1, 1000, 999), (1, 8, 4100), (1, 2050, 64),
                                      (1, 3, 2), (2, 45, 130), (3, 100, 999), (8, 33, 70),
                                      (7, 16, 4100), (17, 45, 130), (31, 100, 999), (33, 20, 70),
@@ -521,8 +521,9 @@ def test_few_rows_read_b_in_place(op, pair, m, tmp_path):
 def test_few_rows_against_a_transposed_b_take_dots_along_k(op, pair, m, n, k, tmp_path):
     # Rows of a (a decode step of a few tokens, or a small batch) against a transposed b
     # (a Linear's weight: x @ W^T): where the host has the dtype's dot-product instruction
-    # (float32 always) and the rows do not take the matrix tiles, the kernel takes dots
-    # along k for up to 32 rows (int8) or 64 (bf16, float32): blocks of 8 columns and
+    # (float32 always; float16 is widened where it is multiplied, with F16C) and the rows
+    # do not take the matrix tiles, the kernel takes dots along k for up to 32 rows (int8)
+    # or 64 (bf16, float16, float32), on the operands as given: blocks of 8 columns and
     # all the rows up to 32, run two rows at a time, b read in place (no panels). The
     # result matches torch at ragged M, N and K: rows and columns past the matrix in the
     # last blocks, sub-blocks of rows all past it, a K of no whole vector of k, a K below
@@ -531,15 +532,22 @@ def test_few_rows_against_a_transposed_b_take_dots_along_k(op, pair, m, n, k, tm
     b = random_matrix(n, k, pair.inputs, 1 / math.sqrt(k)).t()
     specs = checked_specs(op, a, b, pair, tmp_path)
     assert specs
-    dot = {torch.float32: None, torch.bfloat16: "avx512_bf16", torch.int8: "avx512_vnni"}[pair.inputs]
-    most_rows = {torch.float32: 64, torch.bfloat16: 64, torch.int8: 32}[pair.inputs]
-    tiles = {torch.float32: None, torch.bfloat16: "AMX-BF16", torch.int8: "AMX-INT8"}[pair.inputs]
+    dot = {torch.float32: None, torch.float16: "f16c", torch.bfloat16: "avx512_bf16",
+           torch.int8: "avx512_vnni"}[pair.inputs]
+    most_rows = 32 if pair.inputs == torch.int8 else 64
+    tiles = {torch.float32: None, torch.float16: "AMX-BF16", torch.bfloat16: "AMX-BF16",
+             torch.int8: "AMX-INT8"}[pair.inputs]
     on_tiles = m >= 32 and tiles in torch_tile.runtime.host_matrix_units()
+    # float16 calls of 2^20 multiply-adds or more take bfloat16 terms on the tiles there.
+    if pair.inputs == torch.float16:
+        on_tiles = on_tiles and m * n * k >= 1 << 20
     if (dot is None or dot in cpu_flags()) and m <= most_rows and not on_tiles:
         block_m = 1 if m == 1 else min(32, 1 << (m - 1).bit_length())
         assert all("packed_b" not in spec and f"BLOCK_M={block_m}," in spec and
                    "BLOCK_N=8," in spec for spec in specs), specs
-    else:
+        if pair.inputs == torch.float16:
+            assert all(spec.startswith(f"{op}[f16,") for spec in specs), specs
+    elif pair.inputs != torch.float16:
         assert all("packed_b" in spec for spec in specs), specs
 
 
@@ -581,6 +589,23 @@ def float16_call(op, out_dtype, m, k, n, tmp_path):
     assert got.dtype == (out_dtype or torch.float16)
     magnitude = a.double().abs() @ b.double().abs() + bias.double().abs()
     return want, got, magnitude, specs_compiled(tmp_path)
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("out_dtype", [None, torch.float32])
+@pytest.mark.parametrize("m, k, n", [(1, 999, 300), (17, 130, 45), (64, 4100, 20)])
+def test_float16_few_rows_take_dots_along_k_on_float16(op, out_dtype, m, k, n, tmp_path):
+    # Up to 64 rows against a transposed b (a float16 Linear's weight) are multiplied on
+    # the float16 operands themselves where the host has F16C, each element widened to
+    # float32 where it is loaded: the float32 copy of b had converted all of it on every
+    # call. A float16 bias added in float32 before leaky_relu, the result rounded once.
+    want, got, _, specs = float16_call(op, out_dtype, m, k, n, tmp_path)
+    want = want.float()
+    torch.testing.assert_close(got.float(), want if out_dtype else want.half().float(),
+                               rtol=2e-3 if out_dtype is None else 1e-5, atol=1e-3)
+    if "f16c" in cpu_flags():
+        assert specs and all(spec.startswith(f"{op}[f16,") and "BLOCK_N=8," in spec
+                             for spec in specs), specs
 
 
 @pytest.mark.parametrize("op", OPS)

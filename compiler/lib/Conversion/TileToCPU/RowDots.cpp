@@ -29,12 +29,17 @@ struct StepInstruction {
   int64_t group = 1;
   StringRef intrinsic; ///< empty: vector.fma on float32 lanes
   bool int8 = false;   ///< vpdpbusd: b taken as b + 128 (unsigned), a's sums taken off
+  /// float16 spans widened to float32 as loaded (vcvtph2ps): b read once in place, where a
+  /// float32 copy of it had converted all of it on every call.
+  bool widen = false;
 };
 
 std::optional<StepInstruction> stepInstructionFor(Type element, Type accElement,
                                                   const CpuDotFeatures &features) {
   if (element.isF32() && accElement.isF32())
     return StepInstruction{};
+  if (element.isF16() && accElement.isF32())
+    return StepInstruction{1, "", false, true};
   if (features.bf16 && element.isBF16() && accElement.isF32())
     return StepInstruction{2, "llvm.x86.avx512bf16.dpbf16ps.512", false};
   if (features.int8 && element.isInteger(8) && accElement.isInteger(32))
@@ -135,10 +140,14 @@ SmallVector<Value> rowDotSubBlock(OpBuilder &b, Location loc, const RowDotOperan
   auto stepAt = [&](OpBuilder &b, Location loc, Value kk, ValueRange sums,
                     function_ref<Value(OpBuilder &, Location, Value)> load) {
     SmallVector<Value> aSpans, bSpans, next(sums);
+    auto loadSpan = [&](Value ptr) -> Value {
+      Value span = load(b, loc, ptr);
+      return step.widen ? Value(arith::ExtFOp::create(b, loc, laneType, span)) : span;
+    };
     for (int64_t i = 0; i < m; ++i)
-      aSpans.push_back(load(b, loc, at(b, loc, rows[i], kk)));
+      aSpans.push_back(loadSpan(at(b, loc, rows[i], kk)));
     for (int64_t j = 0; j < n; ++j) {
-      Value bSpan = load(b, loc, at(b, loc, columns[j], kk));
+      Value bSpan = loadSpan(at(b, loc, columns[j], kk));
       bSpans.push_back(step.int8 ? Value(arith::XOrIOp::create(b, loc, bSpan, signs)) : bSpan);
     }
     for (int64_t i = 0; i < m; ++i) {
