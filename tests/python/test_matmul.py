@@ -391,6 +391,13 @@ def test_large_b_is_read_from_panels(op, pair, layout, tmp_path):
     else:
         a, b = strided_inputs(layout, shape, pair.inputs)
     specs = checked_specs(op, a, b, pair, tmp_path)
+    if (pair.inputs == torch.float16 and layout == "b_transposed" and "f16c" in cpu_flags()
+            and "AMX-BF16" not in torch_tile.runtime.host_matrix_units()):
+        # float16 against a transposed b takes dots along k on the float16 operands, b
+        # read in place (test_float16_few_rows_take_dots_along_k_on_float16).
+        assert specs and all("packed_b" not in spec and "BLOCK_N=8," in spec
+                             for spec in specs), specs
+        return
     group = expected_panel_group(pair.inputs)
     assert specs and all(f"packed_b={group}" in spec for spec in specs), specs
 
@@ -523,7 +530,7 @@ def test_few_rows_against_a_transposed_b_take_dots_along_k(op, pair, m, n, k, tm
     # (a Linear's weight: x @ W^T): where the host has the dtype's dot-product instruction
     # (float32 always; float16 is widened where it is multiplied, with F16C) and the rows
     # do not take the matrix tiles, the kernel takes dots along k for up to 32 rows (int8)
-    # or 64 (bf16, float16, float32), on the operands as given: blocks of 8 columns and
+    # or 64 (bf16, float32; float16 any), on the operands as given: blocks of 8 columns and
     # all the rows up to 32, run two rows at a time, b read in place (no panels). The
     # result matches torch at ragged M, N and K: rows and columns past the matrix in the
     # last blocks, sub-blocks of rows all past it, a K of no whole vector of k, a K below
@@ -534,7 +541,7 @@ def test_few_rows_against_a_transposed_b_take_dots_along_k(op, pair, m, n, k, tm
     assert specs
     dot = {torch.float32: None, torch.float16: "f16c", torch.bfloat16: "avx512_bf16",
            torch.int8: "avx512_vnni"}[pair.inputs]
-    most_rows = 32 if pair.inputs == torch.int8 else 64
+    most_rows = {torch.int8: 32, torch.float16: math.inf}.get(pair.inputs, 64)
     tiles = {torch.float32: None, torch.float16: "AMX-BF16", torch.bfloat16: "AMX-BF16",
              torch.int8: "AMX-INT8"}[pair.inputs]
     on_tiles = m >= 32 and tiles in torch_tile.runtime.host_matrix_units()
@@ -574,11 +581,11 @@ def test_rows_against_a_transposed_b_as_the_transposed_product(op, pair, m, n, k
                    for spec in specs), specs
 
 
-def float16_call(op, out_dtype, m, k, n, tmp_path):
-    """A float16 call (b transposed, a float16 bias) from a fresh kernel cache: the
-    float64 reference, the output and the specs it compiled."""
+def float16_call(op, out_dtype, m, k, n, tmp_path, transposed_b=True):
+    """A float16 call (b transposed unless told, a float16 bias) from a fresh kernel cache:
+    the float64 reference, the output and the specs it compiled."""
     a = torch.randn(m, k).half()
-    b = torch.randn(n, k).half().t()
+    b = torch.randn(n, k).half().t() if transposed_b else torch.randn(k, n).half()
     bias = torch.randn(n).half()
     want = a.double() @ b.double() + bias.double()
     if op == "matmul_leaky_relu":
@@ -593,10 +600,10 @@ def float16_call(op, out_dtype, m, k, n, tmp_path):
 
 @pytest.mark.parametrize("op", OPS)
 @pytest.mark.parametrize("out_dtype", [None, torch.float32])
-@pytest.mark.parametrize("m, k, n", [(1, 999, 300), (17, 130, 45), (64, 4100, 20)])
+@pytest.mark.parametrize("m, k, n", [(1, 999, 300), (17, 130, 45), (64, 4100, 20), (300, 70, 33)])
 def test_float16_few_rows_take_dots_along_k_on_float16(op, out_dtype, m, k, n, tmp_path):
-    # Up to 64 rows against a transposed b (a float16 Linear's weight) are multiplied on
-    # the float16 operands themselves where the host has F16C, each element widened to
+    # Rows against a transposed b (a float16 Linear's weight) are multiplied on the
+    # float16 operands themselves where the host has F16C, each element widened to
     # float32 where it is loaded: the float32 copy of b had converted all of it on every
     # call. A float16 bias added in float32 before leaky_relu, the result rounded once.
     want, got, _, specs = float16_call(op, out_dtype, m, k, n, tmp_path)
@@ -615,9 +622,10 @@ def test_float16_runs_on_the_float32_kernel(op, out_dtype, m, k, n, tmp_path):
     # On the CPU smaller float16 operands are converted once into float32 copies for the
     # float32 kernel (converted where they are multiplied, they took two micro-ops each on
     # the FMA ports), its result rounded once: the parity of a float16 kernel, a float16
-    # bias added in float32 before leaky_relu; ragged, b transposed. The larger a (over
-    # 256 KB as float32) runs in bands of rows, one per thread.
-    want, got, _, specs = float16_call(op, out_dtype, m, k, n, tmp_path)
+    # bias added in float32 before leaky_relu; ragged, b row-major (a transposed b takes
+    # dots along k). The larger a (over 256 KB as float32) runs in bands of rows, one per
+    # thread.
+    want, got, _, specs = float16_call(op, out_dtype, m, k, n, tmp_path, transposed_b=False)
     want = want.float()
     torch.testing.assert_close(got.float(), want if out_dtype else want.half().float(),
                                rtol=2e-3 if out_dtype is None else 1e-5, atol=1e-3)
@@ -632,8 +640,9 @@ def test_float16_takes_bfloat16_tiles_where_the_host_has_them(op, out_dtype, m, 
     # into bfloat16 terms (hi + lo, exact) multiplied on the tiles into float32: three
     # products per pair (four where K is short: 60), a K past 2048 in chunks whose sums are
     # added, the bias and leaky_relu after them (4100). Parity as a float32 accumulation;
-    # elsewhere the float32 kernel. b transposed, bias in float16. A single dot rounds its
-    # float16 result in its own epilogue (a kernel of bfloat16 in, float16 out).
+    # elsewhere dots along k on float16 (F16C), or the float32 kernel. b transposed, bias
+    # in float16. A single dot rounds its float16 result in its own epilogue (a kernel of
+    # bfloat16 in, float16 out).
     want, got, magnitude, specs = float16_call(op, out_dtype, m, k, n, tmp_path)
     bound = (k + 2) * 2.0**-23 * magnitude
     if out_dtype is None:
@@ -642,7 +651,8 @@ def test_float16_takes_bfloat16_tiles_where_the_host_has_them(op, out_dtype, m, 
     assert not outside.any(), f"{outside.sum().item()} elements outside the float32-accumulation bound"
     tiles = "AMX-BF16" in torch_tile.runtime.host_matrix_units()
     out = "f16" if out_dtype is None and k <= 2048 else "f32"
-    assert specs and all((f"[bf16,{out}" in spec) == tiles and ("[f32,f32" in spec) != tiles
+    elsewhere = "[f16," if "f16c" in cpu_flags() else "[f32,f32"
+    assert specs and all((f"[bf16,{out}" in spec) == tiles and (elsewhere in spec) != tiles
                          for spec in specs), specs
 
 
