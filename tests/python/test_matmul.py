@@ -606,6 +606,10 @@ def test_float16_few_rows_take_dots_along_k_on_float16(op, out_dtype, m, k, n, t
     # float16 operands themselves where the host has F16C, each element widened to
     # float32 where it is loaded: the float32 copy of b had converted all of it on every
     # call. A float16 bias added in float32 before leaky_relu, the result rounded once.
+    if ("AMX-BF16" in torch_tile.runtime.host_matrix_units() and m >= 32
+            and m * n * k >= 1 << 20):
+        pytest.skip("the host's tiles take this call as bfloat16 terms "
+                    "(test_float16_takes_bfloat16_tiles_where_the_host_has_them)")
     want, got, _, specs = float16_call(op, out_dtype, m, k, n, tmp_path)
     want = want.float()
     torch.testing.assert_close(got.float(), want if out_dtype else want.half().float(),
