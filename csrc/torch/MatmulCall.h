@@ -96,8 +96,8 @@ bool packsBIntoPanels(int64_t m, int64_t n, int64_t k, int64_t elementBytes, boo
 int64_t dotGroupOfK(const Target &target, const std::string &inputDtype);
 
 /// The most rows of a the CPU kernel takes against a transposed b as dots along k for
-/// this input dtype on `target` (float32, and bf16 and int8 with their dot-product
-/// instructions), 0 where it takes none.
+/// this input dtype on `target` (float32, bf16 and int8 with their dot-product
+/// instructions, float16 any number with F16C), 0 where it takes none.
 int64_t rowDotRows(const Target &target, const std::string &inputDtype);
 
 /// Whether a float16 CPU call takes dots along k on its float16 operands (each element
