@@ -594,15 +594,20 @@ int64_t tile::binding::rowDotRows(const Target &target, const std::string &input
   // against 3350-3800, 128 5850 against 5220; float32 64 rows 6140-6340 against
   // 9250-10330. float32 128 rows won there too (12500-12900 against 15100-16200) but lost
   // on an AMX Xeon (31.3-46.6 ms against 23.7-36.9, 64 rows 15.5-18.0 against 15.5-16.3).
+  // Past 64 rows the transposed product takes over (multipliesTransposedProduct), but its
+  // few columns fill its blocks badly just past 64: against it, dots along k ran float32
+  // 65 rows 7.9-8.2 -> 6.8-7.3 ms and 72 8.1-8.3 -> 7.2-8.0, bf16 65 3.3-3.9 -> 2.9-3.5
+  // ms; at 80 they tied, at 96 they lost (float32 8.1 against 8.8-9.2 ms).
+  constexpr int64_t kFloatRows = 72;
   if (inputDtype == "f32")
-    return 64;
+    return kFloatRows;
   // float16 widened as loaded (vcvtph2ps, F16C), then as float32: at every size measured,
   // where the float32 kernel reads float32 copies of a and b made on every call (2-core
   // znver5: 512 x 4096 x 4096 90.5 -> 47.3 ms, 1024^3 6.2 -> 5.7, 2048^3 50.5 -> 47.4).
   if (inputDtype == "f16")
     return target.hasFeature("f16c") ? std::numeric_limits<int64_t>::max() : 0;
   int64_t group = dotGroupOfK(target, inputDtype);
-  return group == 2 ? 64 : group == 4 ? 32 : 0;
+  return group == 2 ? kFloatRows : group == 4 ? 32 : 0;
 }
 
 int64_t tile::binding::dotGroupOfK(const Target &target, const std::string &inputDtype) {

@@ -323,9 +323,9 @@ def test_b_rows_4kb_apart_are_copied_further_apart(pair, layout):
 
 # (M, N, K) whose b reaches 4 MB (int8: 256 KB, with 512 rows of a), where the CPU
 # kernel reads b from a copy in panels of BLOCK_N columns; ragged in every dimension, with
-# more rows than take dots along k against a transposed b.
-PANEL_SHAPES = {torch.float32: (67, 1031, 1025), torch.float16: (70, 1500, 1401),
-                torch.bfloat16: (70, 1500, 1401), torch.int8: (515, 530, 503)}
+# more rows than take dots along k or the transposed product against a transposed b.
+PANEL_SHAPES = {torch.float32: (299, 1031, 1025), torch.float16: (70, 1500, 1401),
+                torch.bfloat16: (299, 1500, 1401), torch.int8: (515, 530, 503)}
 
 
 def specs_compiled(dump_dir):
@@ -524,13 +524,13 @@ def test_few_rows_read_b_in_place(op, pair, m, tmp_path):
 @pytest.mark.parametrize("m, n, k", [(1, 45, 7), (1, 1000, 999), (1, 8, 4100), (1, 2050, 64),
                                      (1, 3, 2), (2, 45, 130), (3, 100, 999), (8, 33, 70),
                                      (7, 16, 4100), (17, 45, 130), (31, 100, 999), (33, 20, 70),
-                                     (64, 9, 1030), (100, 20, 70)])
+                                     (64, 9, 1030), (70, 300, 130), (100, 20, 70)])
 def test_few_rows_against_a_transposed_b_take_dots_along_k(op, pair, m, n, k, tmp_path):
     # Rows of a (a decode step of a few tokens, or a small batch) against a transposed b
     # (a Linear's weight: x @ W^T): where the host has the dtype's dot-product instruction
     # (float32 always; float16 is widened where it is multiplied, with F16C) and the rows
     # do not take the matrix tiles, the kernel takes dots along k for up to 32 rows (int8)
-    # or 64 (bf16, float32; float16 any), on the operands as given: blocks of 8 columns and
+    # or 72 (bf16, float32; float16 any), on the operands as given: blocks of 8 columns and
     # all the rows up to 32, run two rows at a time, b read in place (no panels). The
     # result matches torch at ragged M, N and K: rows and columns past the matrix in the
     # last blocks, sub-blocks of rows all past it, a K of no whole vector of k, a K below
@@ -541,7 +541,7 @@ def test_few_rows_against_a_transposed_b_take_dots_along_k(op, pair, m, n, k, tm
     assert specs
     dot = {torch.float32: None, torch.float16: "f16c", torch.bfloat16: "avx512_bf16",
            torch.int8: "avx512_vnni"}[pair.inputs]
-    most_rows = {torch.int8: 32, torch.float16: math.inf}.get(pair.inputs, 64)
+    most_rows = {torch.int8: 32, torch.float16: math.inf}.get(pair.inputs, 72)
     tiles = {torch.float32: None, torch.float16: "AMX-BF16", torch.bfloat16: "AMX-BF16",
              torch.int8: "AMX-INT8"}[pair.inputs]
     on_tiles = m >= 32 and tiles in torch_tile.runtime.host_matrix_units()
