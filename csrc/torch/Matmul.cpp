@@ -295,6 +295,18 @@ at::Tensor halvesInRows(const at::Tensor &x, tile::runtime::ScratchUse use) {
   return at::from_blob(copy, {rows, cols}, x.options());
 }
 
+/// c, in the accumulator's dtype, with the epilogue the kernels apply in theirs, for a call
+/// whose kernel ran without it: the bias added (in c's dtype), leaky_relu, then one rounding
+/// to `out`.
+at::Tensor withEpilogue(at::Tensor c, const std::optional<at::Tensor> &bias,
+                        std::optional<double> negativeSlope, at::ScalarType out) {
+  if (bias)
+    c.add_(*bias);
+  if (negativeSlope)
+    at::leaky_relu_(c, *negativeSlope);
+  return c.scalar_type() == out ? c : c.to(out);
+}
+
 /// float16 where the host's matrix tiles take bfloat16 but not float16 (AMX-BF16), into
 /// `out` (float16 or float32), the call checked: a and b split into bfloat16 terms
 /// (runtime/HalfSplit.h) and multiplied as one bfloat16 dot, three times as long, on the tiles,
@@ -387,12 +399,7 @@ std::optional<at::Tensor> matmulHalfOnBfloat16Tiles(const char *op, const at::Te
       return std::nullopt;
     }
   }
-  if (bias)
-    c.add_(bias->to(at::kFloat));
-  if (negativeSlope)
-    at::leaky_relu_(c, *negativeSlope);
-  c = c.narrow(0, 0, m);
-  return out == at::kFloat ? c : c.to(out);
+  return withEpilogue(c.narrow(0, 0, m), bias, negativeSlope, out);
 }
 
 /// float16 on the CPU elsewhere runs as float32: the vector kernel converts each element of b
@@ -411,7 +418,12 @@ std::optional<at::Tensor> matmulHalfAsFloat(const char *op, const at::Tensor &a,
       tile::binding::checkMatmulCall(op, a, b, negativeSlope.has_value(), outDtype, bias);
   if (auto c = matmulHalfOnBfloat16Tiles(op, a, b, negativeSlope, out, bias))
     return *c;
-  if (tile::binding::halvesTakeRowDots(tile::runtime::cpuTarget(), a, b))
+  // Against a transposed b (a float16 Linear's weight) the kernel takes dots along k on
+  // the float16 operands, each element widened where it is loaded: the float32 copy of
+  // such a b converted all of it on every call, element by element down its columns
+  // (2-core znver5, against torch: 1 x 4096 x 4096 0.013 -> 1.55x, 16 rows 0.19 -> 5.1x,
+  // 64 rows 0.62 -> 5.7x, 96 0.87 -> 5.9x).
+  if (tile::binding::takesDotsAlongK(tile::runtime::cpuTarget(), a, b))
     return std::nullopt;
   std::optional<at::Tensor> bias32;
   if (bias)
@@ -473,11 +485,7 @@ std::optional<at::Tensor> matmulAsTransposedProduct(const char *op, const at::Te
   at::Tensor c = out == accumulator ? transposedBack(transposedProduct(accumulator))
                                     : transposedBack(transposedProduct(accumulator),
                                                      ScratchUse::ProductInAccumulator);
-  if (bias)
-    c.add_(*bias);
-  if (negativeSlope)
-    at::leaky_relu_(c, *negativeSlope);
-  return out == accumulator ? c : c.to(out);
+  return withEpilogue(c, bias, negativeSlope, out);
 }
 
 at::Tensor matmul(const at::Tensor &a, const at::Tensor &b,

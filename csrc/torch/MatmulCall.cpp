@@ -276,10 +276,7 @@ void tile::binding::prepareMatmul(MatmulCall &call, const char *op, const at::Te
   // tokens through a Linear's weight) take dots along k, reading b once in place (see
   // RowDots.cpp in the compiler), where a copy into panels transposed all of b for a few
   // rows of products.
-  // (The host's features are looked up last, only for such layouts.)
-  bool rowDots = cpu && !onTiles && m >= 1 && n > 1 && k > 1 && b.stride(0) == 1 &&
-                 b.stride(1) != 1 && a.stride(1) == 1 &&
-                 m <= rowDotRows(target, specDtype(a.scalar_type()));
+  bool rowDots = cpu && !onTiles && takesDotsAlongK(target, a, b);
   bool stridedB = cpu && b.stride(1) != 1 && n > 1 && k > 0 && !rowDots;
   bool panels = cpu && !rowDots &&
                 (onTiles || stridedB ||
@@ -577,14 +574,12 @@ bool tile::binding::multipliesTransposedProduct(const Target &target, const at::
   return rowDotRows(target, name) > 0 && m >= fewestRows && m <= kMostRows;
 }
 
-bool tile::binding::halvesTakeRowDots(const Target &target, const at::Tensor &a,
-                                      const at::Tensor &b) {
-  // The float32 copy of a transposed b converted all of it on every call, element by
-  // element down its columns (2-core znver5, against torch: 1 x 4096 x 4096 0.013 ->
-  // 1.55x, 16 rows 0.19 -> 5.1x, 64 rows 0.62 -> 5.7x, 96 0.87 -> 5.9x).
+bool tile::binding::takesDotsAlongK(const Target &target, const at::Tensor &a,
+                                    const at::Tensor &b) {
+  // (The host's features are looked up last, only for such layouts.)
   int64_t m = a.size(0), k = a.size(1), n = b.size(1);
   return m >= 1 && n > 1 && k > 1 && b.stride(0) == 1 && b.stride(1) != 1 && a.stride(1) == 1 &&
-         m <= rowDotRows(target, "f16");
+         m <= rowDotRows(target, specDtype(a.scalar_type()));
 }
 
 int64_t tile::binding::rowDotRows(const Target &target, const std::string &inputDtype) {

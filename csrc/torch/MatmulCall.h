@@ -100,11 +100,10 @@ int64_t dotGroupOfK(const Target &target, const std::string &inputDtype);
 /// instructions, float16 any number with F16C), 0 where it takes none.
 int64_t rowDotRows(const Target &target, const std::string &inputDtype);
 
-/// Whether a float16 CPU call takes dots along k on its float16 operands (each element
-/// widened to float32 where it is loaded): a against a transposed b (a float16 Linear's
-/// weight), read in place, where the host has F16C. Other float16 calls run on float32
-/// copies of a and b (or as bfloat16 terms on the matrix tiles, which come first).
-bool halvesTakeRowDots(const Target &target, const at::Tensor &a, const at::Tensor &b);
+/// Whether a CPU call takes dots along k (see RowDots.cpp in the compiler): up to
+/// rowDotRows rows of a, its k contiguous, against a transposed b (k contiguous: a Linear's
+/// weight), read once in place. The caller checks that the matrix tiles do not take it.
+bool takesDotsAlongK(const Target &target, const at::Tensor &a, const at::Tensor &b);
 
 /// The rows a call on the matrix tiles runs: M up to a whole number of 64-row blocks (the
 /// largest BLOCK_M there), so that no block row stages its rows of a. The copy of a that

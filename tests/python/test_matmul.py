@@ -520,6 +520,22 @@ def test_few_rows_read_b_in_place(op, pair, m, tmp_path):
             assert all(f"BLOCK_M={block_m}," in spec for spec in specs), specs
 
 
+# The host's matrix units (torch_tile.runtime.host_matrix_units()) that take each input
+# dtype on the tiles (float16 as bfloat16 terms).
+MATRIX_TILES = {torch.float32: None, torch.float16: "AMX-BF16", torch.bfloat16: "AMX-BF16",
+                torch.int8: "AMX-INT8"}
+
+
+def transposed_b_specs(op, pair, m, n, k, tmp_path):
+    """The specs that a checked call of m rows of a against a transposed b (a Linear's
+    weight: x @ W^T) compiles from a fresh kernel cache."""
+    a = random_matrix(m, k, pair.inputs)
+    b = random_matrix(n, k, pair.inputs, 1 / math.sqrt(k)).t()
+    specs = checked_specs(op, a, b, pair, tmp_path)
+    assert specs
+    return specs
+
+
 @pytest.mark.parametrize("op, pair", OP_PAIRS)
 @pytest.mark.parametrize("m, n, k", [(1, 45, 7), (1, 1000, 999), (1, 8, 4100), (1, 2050, 64),
                                      (1, 3, 2), (2, 45, 130), (3, 100, 999), (8, 33, 70),
@@ -535,16 +551,11 @@ def test_few_rows_against_a_transposed_b_take_dots_along_k(op, pair, m, n, k, tm
     # result matches torch at ragged M, N and K: rows and columns past the matrix in the
     # last blocks, sub-blocks of rows all past it, a K of no whole vector of k, a K below
     # one, two block rows.
-    a = random_matrix(m, k, pair.inputs)
-    b = random_matrix(n, k, pair.inputs, 1 / math.sqrt(k)).t()
-    specs = checked_specs(op, a, b, pair, tmp_path)
-    assert specs
+    specs = transposed_b_specs(op, pair, m, n, k, tmp_path)
     dot = {torch.float32: None, torch.float16: "f16c", torch.bfloat16: "avx512_bf16",
            torch.int8: "avx512_vnni"}[pair.inputs]
     most_rows = {torch.int8: 32, torch.float16: math.inf}.get(pair.inputs, 72)
-    tiles = {torch.float32: None, torch.float16: "AMX-BF16", torch.bfloat16: "AMX-BF16",
-             torch.int8: "AMX-INT8"}[pair.inputs]
-    on_tiles = m >= 32 and tiles in torch_tile.runtime.host_matrix_units()
+    on_tiles = m >= 32 and MATRIX_TILES[pair.inputs] in torch_tile.runtime.host_matrix_units()
     # float16 calls of 2^20 multiply-adds or more take bfloat16 terms on the tiles there.
     if pair.inputs == torch.float16:
         on_tiles = on_tiles and m * n * k >= 1 << 20
@@ -569,13 +580,10 @@ def test_rows_against_a_transposed_b_as_the_transposed_product(op, pair, m, n, k
     # the matrix tiles (AMX) from 8 rows to 192 (int8: 9 to 256); on the vector kernel
     # past the rows that take dots along k, to 256 (int8 from 128). Elsewhere dots along k
     # or b's panels. The result matches torch at ragged M, N and K either way.
-    a = random_matrix(m, k, pair.inputs)
-    b = random_matrix(n, k, pair.inputs, 1 / math.sqrt(k)).t()
-    specs = checked_specs(op, a, b, pair, tmp_path)
-    assert specs
-    tiles = {torch.float32: None, torch.bfloat16: "AMX-BF16", torch.int8: "AMX-INT8"}[pair.inputs]
+    specs = transposed_b_specs(op, pair, m, n, k, tmp_path)
     fewest_rows, most_rows = (9, 256) if pair.inputs == torch.int8 else (8, 192)
-    if tiles in torch_tile.runtime.host_matrix_units() and fewest_rows <= m <= most_rows:
+    if (MATRIX_TILES[pair.inputs] in torch_tile.runtime.host_matrix_units()
+            and fewest_rows <= m <= most_rows):
         # The swapped call's rows, b's columns, fill the tiles' blocks.
         assert all("packed_b" in spec and re.search(r"BLOCK_M=(32|64),", spec)
                    for spec in specs), specs
