@@ -297,17 +297,20 @@ void tile::binding::prepareMatmul(MatmulCall &call, const char *op, const at::Te
   call.a = aForKernel.view;
   call.writeRowsOfA = std::move(aForKernel.writeRows);
   call.aCopyBytes = aForKernel.bytes;
-  // On the tiles, a copy of up to 128 KB is written by each of the launch's threads for
-  // itself, which then runs whole block columns (packing the panels they read) and reads
-  // only what it wrote, with no barrier between the copies and the programs. A copy shared
-  // by the threads had each read half of it, or half of the panels, from the other core's
-  // cache. Against a shared copy (2-core Xeon, a transposed, two alternations): int8
+  // A copy of up to 128 KB is written by each of the launch's threads for itself, which
+  // then runs whole block columns (packing the panels they read) and reads only what it
+  // wrote, in one parallel region with no barrier between the copies and the programs. A
+  // copy shared by the threads had each read half of it, or half of the panels, from the
+  // other core's cache, and its own parallel region had woken the threads once more.
+  // Against a shared copy, a transposed: on the tiles (2-core Xeon, two alternations) int8
   // 256^3 42.0/33.0 -> 26.1/30.2 us, 320^3 59.5/53.4 -> 37.8/46.1, bfloat16 256^3
-  // 51.9/52.2 -> 37.8/45.0. Larger copies took longer to write twice than the reads they
-  // saved (int8 500^3: 122-154 -> 172-192 us), and float32 gained nothing (128^3 26.9/24.4
-  // against 26.9/28.2): those keep one copy.
+  // 51.9/52.2 -> 37.8/45.0; on a znver5 (2 threads, three alternations, against torch)
+  // int8 128^3 0.69-0.82 -> 1.14-1.19x, 256^3 0.72-0.77 -> 0.91-1.03x, 320^3 0.74-0.79 ->
+  // 0.86-0.93x, bfloat16 128^3 1.05-1.35 -> 1.67-1.87x, 256^3 1.14-1.17 -> 1.27-1.34x,
+  // float32 96^3-180^3 unchanged. Larger copies took longer to write twice than the reads
+  // they saved (int8 500^3 on the tiles: 122-154 -> 172-192 us): those keep one copy.
   constexpr int64_t kCopyPerThreadBytes = int64_t(128) << 10;
-  call.aCopyPerThread = call.writeRowsOfA && onTiles && aForKernel.bytes <= kCopyPerThreadBytes;
+  call.aCopyPerThread = call.writeRowsOfA && aForKernel.bytes <= kCopyPerThreadBytes;
   // The kernel runs the rows of the copy (a whole number of blocks); c has as many.
   m = call.a.size(0);
   call.target = &target;
