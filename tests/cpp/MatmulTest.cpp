@@ -172,7 +172,7 @@ TEST(Matmul, Float16DotsAlongKWidenAsLoaded) {
   // A few rows of float16 against a b whose k is contiguous (a float16 Linear's weight)
   // take dots along k on the float16 operands: each span of 16 k of a row or column is
   // widened as it is loaded (vcvtph2ps, F16C) and multiplied in float32 lanes; nothing is
-  // gathered.
+  // gathered. Each column's lines are prefetched ahead of the steps that read them.
   auto spec = tile::testing::withKnobs(
       matmulSpec("matmul", "f16", "f16", 8, 8, 1024),
       {{"unit_strides", 1 << 1 | 1 << 2 | 1 << 5}}); // a's k, b's k, c's rows
@@ -187,6 +187,7 @@ TEST(Matmul, Float16DotsAlongKWidenAsLoaded) {
   EXPECT_GE(matches(assembly, std::regex(R"(\tvcvtph2ps\s[^\n]*%zmm)")), 16);
   EXPECT_NE(assembly.find("vfmadd"), std::string::npos);
   EXPECT_EQ(assembly.find("gather"), std::string::npos);
+  EXPECT_GE(matches(assembly, std::regex(R"(\tprefetcht0\s)")), 8);
 }
 
 TEST_P(GroupedDots, TakeTheDotProductInstructionWhereTheCpuHasIt) {
