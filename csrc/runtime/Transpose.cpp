@@ -236,15 +236,11 @@ bool hasAvx512Bw() {
 
 } // namespace
 
-void tile::runtime::transposeMatrix(const void *from, int64_t fromStride, int64_t rows,
-                                    int64_t cols, int64_t elementBytes, void *to,
-                                    int64_t toStride) {
+void tile::runtime::transposeMatrixPortably(const void *from, int64_t fromStride, int64_t rows,
+                                            int64_t cols, int64_t elementBytes, void *to,
+                                            int64_t toStride) {
   const char *in = static_cast<const char *>(from);
   char *out = static_cast<char *>(to);
-#if defined(TILE_TRANSPOSE_WIDE)
-  if (elementBytes == 1 && hasAvx512Bw())
-    return transposeBytesOn32Registers(in, fromStride, rows, cols, out, toStride);
-#endif
 #if defined(__SSE2__)
   switch (elementBytes) {
   case 1:
@@ -270,4 +266,15 @@ void tile::runtime::transposeMatrix(const void *from, int64_t fromStride, int64_
 #endif
   throw std::invalid_argument("transposeMatrix takes 1-, 2-, 4- or 8-byte elements, got " +
                               std::to_string(elementBytes));
+}
+
+void tile::runtime::transposeMatrix(const void *from, int64_t fromStride, int64_t rows,
+                                    int64_t cols, int64_t elementBytes, void *to,
+                                    int64_t toStride) {
+#if defined(TILE_TRANSPOSE_WIDE)
+  if (elementBytes == 1 && hasAvx512Bw())
+    return transposeBytesOn32Registers(static_cast<const char *>(from), fromStride, rows, cols,
+                                       static_cast<char *>(to), toStride);
+#endif
+  transposeMatrixPortably(from, fromStride, rows, cols, elementBytes, to, toStride);
 }

@@ -14,6 +14,12 @@ namespace tile::runtime {
 void transposeMatrix(const void *from, int64_t fromStride, int64_t rows, int64_t cols,
                      int64_t elementBytes, void *to, int64_t toStride);
 
+/// transposeMatrix on the x86-64 baseline's SSE2 registers whatever the CPU has (or
+/// element by element off x86): the way of CPUs without AVX512-BW, which transposeMatrix
+/// takes for bytes where the CPU has it.
+void transposeMatrixPortably(const void *from, int64_t fromStride, int64_t rows, int64_t cols,
+                             int64_t elementBytes, void *to, int64_t toStride);
+
 } // namespace tile::runtime
 
 #endif
