@@ -608,12 +608,15 @@ def float16_call(op, out_dtype, m, k, n, tmp_path, transposed_b=True):
 
 @pytest.mark.parametrize("op", OPS)
 @pytest.mark.parametrize("out_dtype", [None, torch.float32])
-@pytest.mark.parametrize("m, k, n", [(1, 999, 300), (17, 130, 45), (64, 4100, 20), (300, 70, 33)])
+@pytest.mark.parametrize("m, k, n", [(1, 999, 300), (6, 517, 40), (17, 130, 45), (64, 4100, 20),
+                                     (300, 70, 33)])
 def test_float16_few_rows_take_dots_along_k_on_float16(op, out_dtype, m, k, n, tmp_path):
     # Rows against a transposed b (a float16 Linear's weight) are multiplied on the
     # float16 operands themselves where the host has F16C, each element widened to
-    # float32 where it is loaded: the float32 copy of b had converted all of it on every
-    # call. A float16 bias added in float32 before leaky_relu, the result rounded once.
+    # float32 where it is loaded (blocks of 16 rows and more widen their columns once per
+    # chunk of k, ahead of their pairs of rows): the float32 copy of b had converted all of
+    # it on every call. A float16 bias added in float32 before leaky_relu, the result
+    # rounded once.
     if ("AMX-BF16" in torch_tile.runtime.host_matrix_units() and m >= 32
             and m * n * k >= 1 << 20):
         pytest.skip("the host's tiles take this call as bfloat16 terms "

@@ -122,6 +122,10 @@ SmallVector<Value> matrixTileMicrokernel(OpBuilder &b, Location loc, const TileB
 struct RowDotOperands {
   Value aBase, aRowStride, aValidRows, bBase, bColStride, bValidCols, kCount;
   Type element;
+  /// The most k the block takes (kCount at most): BLOCK_K.
+  int64_t kBound = 0;
+  /// b's element where it differs from a's (float16 columns widened ahead to float32).
+  Type bElement = {};
 };
 
 /// Whether an m x n block takes rowDotMicrokernel for these types on this host: float32,

@@ -746,8 +746,8 @@ struct DotLowering : OpConversionPattern<DotOp> {
                                  arith::MinSIOp::create(rewriter, loc, a.validCols, b.validRows),
                                  i64Constant(rewriter, loc, 0)),
           i64Constant(rewriter, loc, 0));
-      RowDotOperands operands{a.base,      a.rowStride, a.validRows, b.base,
-                              b.colStride, b.validCols, kCount,      a.element};
+      RowDotOperands operands{a.base,      a.rowStride, a.validRows, b.base,    b.colStride,
+                              b.validCols, kCount,      a.element,   int64_t(k)};
       SmallVector<Value> rows = rowDotMicrokernel(
           rewriter, loc, operands, accumulatorRows(rewriter, loc, adaptor.getAcc()), features);
       rewriter.replaceOp(op, joinRows(rewriter, loc, adaptor.getAcc(), rows));

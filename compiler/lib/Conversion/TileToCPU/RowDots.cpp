@@ -14,6 +14,9 @@ using namespace mlir::tile::cpu;
 
 namespace {
 
+/// The bytes of one element of a vector type: a load's alignment.
+unsigned elementBytes(VectorType type) { return type.getElementType().getIntOrFloatBitWidth() / 8; }
+
 /// Lanes of one 512-bit accumulator vector (32-bit elements).
 constexpr int64_t kLanes = 16;
 /// Row-column sums a block carries in vector registers (with int8's row sums beside them,
@@ -21,6 +24,9 @@ constexpr int64_t kLanes = 16;
 constexpr int64_t kMaxRowDots = 16;
 /// How far ahead of a step each column's lines are prefetched (float16).
 constexpr int64_t kPrefetchBytes = 1024;
+/// The sub-blocks of a float16 block from which its columns are widened once, ahead of
+/// them (see columnsWidenedAhead).
+constexpr int64_t kSubBlocksToWidenAhead = 8;
 /// The most rows a block takes, in sub-blocks of kMaxRowDots sums that each read the
 /// block's columns again (from the L1 after the first).
 constexpr int64_t kMaxRows = 64;
@@ -106,25 +112,27 @@ SmallVector<Value> rowDotSubBlock(OpBuilder &b, Location loc, const RowDotOperan
   auto spanType = VectorType::get({span}, ops.element);
   Type ptrType = ops.aBase.getType();
   unsigned align = ops.element.getIntOrFloatBitWidth() / 8;
-  auto at = [&](OpBuilder &b, Location loc, Value base, Value offset) -> Value {
-    return LLVM::GEPOp::create(b, loc, ptrType, ops.element, base, ArrayRef<LLVM::GEPArg>{offset});
+  // b's columns may be float16 widened ahead into float32 (see rowDotMicrokernel).
+  Type bElement = ops.bElement ? ops.bElement : ops.element;
+  auto at = [&](OpBuilder &b, Location loc, Value base, Value offset, Type element) -> Value {
+    return LLVM::GEPOp::create(b, loc, ptrType, element, base, ArrayRef<LLVM::GEPArg>{offset});
   };
   // Row i of a and column j of b, for every i and j of the block: the rows and columns
   // past the kept ones read the first (their results are dropped where the block is
   // stored), so that no read leaves a or b.
-  auto runs = [&](Value base, int64_t count, Value kept, Value stride) {
+  auto runs = [&](Value base, int64_t count, Value kept, Value stride, Type element) {
     SmallVector<Value> starts;
     for (int64_t r = 0; r < count; ++r) {
       Value on =
           arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, i64Constant(b, loc, r), kept);
       Value index =
           arith::SelectOp::create(b, loc, on, i64Constant(b, loc, r), i64Constant(b, loc, 0));
-      starts.push_back(at(b, loc, base, arith::MulIOp::create(b, loc, index, stride)));
+      starts.push_back(at(b, loc, base, arith::MulIOp::create(b, loc, index, stride), element));
     }
     return starts;
   };
-  SmallVector<Value> rows = runs(ops.aBase, m, ops.aValidRows, ops.aRowStride);
-  SmallVector<Value> columns = runs(ops.bBase, n, ops.bValidCols, ops.bColStride);
+  SmallVector<Value> rows = runs(ops.aBase, m, ops.aValidRows, ops.aRowStride, ops.element);
+  SmallVector<Value> columns = runs(ops.bBase, n, ops.bValidCols, ops.bColStride, bElement);
   // int8: b's sign bits flipped (vpdpbusd's unsigned side is then b + 128), and ones
   // against a's bytes for the row's sum that comes off 128 times.
   auto splat = [&](int64_t value) -> Value {
@@ -140,29 +148,31 @@ SmallVector<Value> rowDotSubBlock(OpBuilder &b, Location loc, const RowDotOperan
   };
   // One step over k [kk, kk + span): the partial sums of each row and column (i * n + j)
   // and, for int8, of each of a's rows (m * n + i) after it. `load` reads a span of a run
-  // at an offset.
+  // (of the given type) at an offset.
   auto stepAt = [&](OpBuilder &b, Location loc, Value kk, ValueRange sums,
-                    function_ref<Value(OpBuilder &, Location, Value)> load) {
+                    function_ref<Value(OpBuilder &, Location, Value, VectorType)> load) {
     SmallVector<Value> next(sums);
-    // A span as the step multiplies it: float16 widened 16 lanes at a time.
-    auto loadSpan = [&](Value ptr) -> SmallVector<Value> {
-      Value loaded = load(b, loc, ptr);
+    // A span as the step multiplies it: float16 widened 16 lanes at a time, float32
+    // (float16 widened ahead) in its 16 lanes' parts.
+    auto loadSpan = [&](Value ptr, Type element) -> SmallVector<Value> {
+      Value loaded = load(b, loc, ptr, VectorType::get({span}, element));
       if (!step.widen)
         return {loaded};
       SmallVector<Value> parts;
-      for (int64_t first = 0; first < span; first += kLanes)
-        parts.push_back(arith::ExtFOp::create(
-            b, loc, laneType,
-            Value(vector::ExtractStridedSliceOp::create(b, loc, loaded, ArrayRef<int64_t>{first},
-                                                        ArrayRef<int64_t>{kLanes},
-                                                        ArrayRef<int64_t>{1}))));
+      for (int64_t first = 0; first < span; first += kLanes) {
+        Value part =
+            vector::ExtractStridedSliceOp::create(b, loc, loaded, ArrayRef<int64_t>{first},
+                                                  ArrayRef<int64_t>{kLanes}, ArrayRef<int64_t>{1});
+        parts.push_back(
+            element == accElement ? part : Value(arith::ExtFOp::create(b, loc, laneType, part)));
+      }
       return parts;
     };
     SmallVector<SmallVector<Value>> aParts, bParts;
     for (int64_t i = 0; i < m; ++i)
-      aParts.push_back(loadSpan(at(b, loc, rows[i], kk)));
+      aParts.push_back(loadSpan(at(b, loc, rows[i], kk, ops.element), ops.element));
     for (int64_t j = 0; j < n; ++j) {
-      SmallVector<Value> bSpan = loadSpan(at(b, loc, columns[j], kk));
+      SmallVector<Value> bSpan = loadSpan(at(b, loc, columns[j], kk, bElement), bElement);
       if (step.int8)
         bSpan.front() = arith::XOrIOp::create(b, loc, bSpan.front(), signs);
       bParts.push_back(bSpan);
@@ -193,24 +203,25 @@ SmallVector<Value> rowDotSubBlock(OpBuilder &b, Location loc, const RowDotOperan
       b, loc, i64Constant(b, loc, 0), whole, spanValue, sums,
       [&](OpBuilder &b, Location loc, Value kk, ValueRange state) {
         // float16: each column's lines 1 KB ahead of the step, asked for in software.
-        // The hardware's stream prefetchers, following a block's 16 columns (each its own
+        // The hardware's stream prefetchers, following a block's columns (each its own
         // stream), left the widening steps waiting on memory (2 threads, znver5, in the
         // processes the VM did not slow: 1 x 4096 x 11008 1.29-1.37 -> 0.96-1.05 ms,
         // 1 x 11008 x 4096 1.44-1.49 -> 1.13-1.16, 16 x 4096 x 4096 1.66-1.75 -> 1.50-1.65,
         // 64 rows 5.90-6.02 -> 5.74-5.77). The other dtypes' steps keep up without: bf16
         // and int8 ran the same, float32 64 rows 8% slower. Past a column's end the lines
         // are the next column's.
-        if (step.widen) {
+        if (step.widen && bElement == ops.element) {
           Value ahead = arith::AddIOp::create(b, loc, kk,
                                               i64Constant(b, loc, kPrefetchBytes / int64_t(align)));
           for (Value column : columns)
-            LLVM::Prefetch::create(b, loc, at(b, loc, column, ahead), /*rw=*/0, /*hint=*/3,
-                                   /*cache=*/1);
+            LLVM::Prefetch::create(b, loc, at(b, loc, column, ahead, bElement), /*rw=*/0,
+                                   /*hint=*/3, /*cache=*/1);
         }
-        scf::YieldOp::create(b, loc,
-                             stepAt(b, loc, kk, state, [&](OpBuilder &b, Location loc, Value ptr) {
-                               return Value(LLVM::LoadOp::create(b, loc, spanType, ptr, align));
-                             }));
+        scf::YieldOp::create(
+            b, loc,
+            stepAt(b, loc, kk, state, [&](OpBuilder &b, Location loc, Value ptr, VectorType type) {
+              return Value(LLVM::LoadOp::create(b, loc, type, ptr, elementBytes(type)));
+            }));
       });
   Value rest = arith::SubIOp::create(b, loc, ops.kCount, whole);
   Value anyRest =
@@ -223,12 +234,14 @@ SmallVector<Value> rowDotSubBlock(OpBuilder &b, Location loc, const RowDotOperan
             b, loc, indexType, b.getI64VectorAttr(llvm::to_vector(llvm::seq<int64_t>(0, span))));
         Value on = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, iota,
                                          vector::BroadcastOp::create(b, loc, indexType, rest));
-        Value zero = arith::ConstantOp::create(b, loc, spanType, b.getZeroAttr(spanType));
-        scf::YieldOp::create(
-            b, loc,
-            stepAt(b, loc, whole, loop.getResults(), [&](OpBuilder &b, Location loc, Value ptr) {
-              return Value(LLVM::MaskedLoadOp::create(b, loc, spanType, ptr, on, zero, align));
-            }));
+        scf::YieldOp::create(b, loc,
+                             stepAt(b, loc, whole, loop.getResults(),
+                                    [&](OpBuilder &b, Location loc, Value ptr, VectorType type) {
+                                      Value zero = arith::ConstantOp::create(b, loc, type,
+                                                                             b.getZeroAttr(type));
+                                      return Value(LLVM::MaskedLoadOp::create(
+                                          b, loc, type, ptr, on, zero, elementBytes(type)));
+                                    }));
       },
       [&](OpBuilder &b, Location loc) { scf::YieldOp::create(b, loc, loop.getResults()); });
   // Each row and column's lanes summed across; for int8, 128 times the row's sum of a off
@@ -257,6 +270,82 @@ SmallVector<Value> rowDotSubBlock(OpBuilder &b, Location loc, const RowDotOperan
   return out;
 }
 
+/// float16 columns for a block of many sub-blocks: the block's `n` columns over its k
+/// widened once into a float32 buffer (the kernel's own, on the stack), which every
+/// sub-block then reads as float32. Widened as each sub-block loaded them, a column's
+/// conversions were repeated for every pair of rows, and on Intel cores vcvtph2ps takes
+/// the ports of the multiply-adds. Against that, alternating (2 threads, b transposed,
+/// x 4096 x 4096): on the AMX Xeon 16 rows 0.77-0.80 -> 0.89x of torch, 24 rows
+/// 0.63-0.69 -> 0.81-0.93x, 16 x 11008 x 4096 0.81-0.82 -> 0.88-0.95x; on the znver5 16
+/// and 24 rows the same, 64 rows 5.73-5.87 -> 5.38-5.49 ms. Blocks of 4 and 8 rows lost
+/// on both (the pass over the buffer costs more than the conversions it saves: Xeon 8
+/// rows 1.12-1.21 -> 1.03-1.04x, znver5 8 rows 0.81-0.87 -> 1.03-1.09 ms), and keep
+/// widening as they load. The columns past the kept ones are the first's, as
+/// rowDotSubBlock reads them.
+RowDotOperands columnsWidenedAhead(OpBuilder &b, Location loc, const RowDotOperands &ops,
+                                   int64_t n) {
+  Type f32 = b.getF32Type();
+  Type ptrType = ops.bBase.getType();
+  Value widened = kernelStackBuffer(b, loc, n * ops.kBound * 4);
+  auto halves = VectorType::get({kLanes}, ops.element);
+  auto floats = VectorType::get({kLanes}, f32);
+  auto indexType = VectorType::get({kLanes}, b.getI64Type());
+  Value iota = arith::ConstantOp::create(
+      b, loc, indexType, b.getI64VectorAttr(llvm::to_vector(llvm::seq<int64_t>(0, kLanes))));
+  Value zeros = arith::ConstantOp::create(b, loc, halves, b.getZeroAttr(halves));
+  Value lanes = i64Constant(b, loc, kLanes);
+  SmallVector<Value> sources, targets;
+  for (int64_t j = 0; j < n; ++j) {
+    Value kept = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, i64Constant(b, loc, j),
+                                       ops.bValidCols);
+    Value index =
+        arith::SelectOp::create(b, loc, kept, i64Constant(b, loc, j), i64Constant(b, loc, 0));
+    sources.push_back(LLVM::GEPOp::create(
+        b, loc, ptrType, ops.element, ops.bBase,
+        ArrayRef<LLVM::GEPArg>{Value(arith::MulIOp::create(b, loc, index, ops.bColStride))}));
+    targets.push_back(LLVM::GEPOp::create(b, loc, ptrType, f32, widened,
+                                          ArrayRef<LLVM::GEPArg>{int32_t(j * ops.kBound)}));
+  }
+  // Whole groups of 16 k up to k's end, the last masked (zeros past it).
+  Value end = arith::MulIOp::create(
+      b, loc,
+      arith::DivUIOp::create(
+          b, loc, arith::AddIOp::create(b, loc, ops.kCount, i64Constant(b, loc, kLanes - 1)),
+          lanes),
+      lanes);
+  scf::ForOp::create(
+      b, loc, i64Constant(b, loc, 0), end, lanes, ValueRange{},
+      [&](OpBuilder &b, Location loc, Value kk, ValueRange) {
+        Value on = arith::CmpIOp::create(
+            b, loc, arith::CmpIPredicate::slt,
+            arith::AddIOp::create(b, loc, iota, vector::BroadcastOp::create(b, loc, indexType, kk)),
+            vector::BroadcastOp::create(b, loc, indexType, ops.kCount));
+        Value ahead = arith::AddIOp::create(
+            b, loc, kk,
+            i64Constant(b, loc, kPrefetchBytes / int64_t(halves.getElementTypeBitWidth() / 8)));
+        for (int64_t j = 0; j < n; ++j) {
+          LLVM::Prefetch::create(b, loc,
+                                 LLVM::GEPOp::create(b, loc, ptrType, ops.element, sources[j],
+                                                     ArrayRef<LLVM::GEPArg>{ahead}),
+                                 /*rw=*/0, /*hint=*/3, /*cache=*/1);
+          Value loaded = LLVM::MaskedLoadOp::create(b, loc, halves,
+                                                    LLVM::GEPOp::create(b, loc, ptrType,
+                                                                        ops.element, sources[j],
+                                                                        ArrayRef<LLVM::GEPArg>{kk}),
+                                                    on, zeros, 2);
+          LLVM::StoreOp::create(
+              b, loc, arith::ExtFOp::create(b, loc, floats, loaded),
+              LLVM::GEPOp::create(b, loc, ptrType, f32, targets[j], ArrayRef<LLVM::GEPArg>{kk}), 4);
+        }
+        scf::YieldOp::create(b, loc);
+      });
+  RowDotOperands widenedOps = ops;
+  widenedOps.bBase = widened;
+  widenedOps.bColStride = i64Constant(b, loc, ops.kBound);
+  widenedOps.bElement = f32;
+  return widenedOps;
+}
+
 } // namespace
 
 bool mlir::tile::cpu::takesRowDots(Type element, Type accElement, int64_t m, int64_t n,
@@ -274,6 +363,10 @@ SmallVector<Value> mlir::tile::cpu::rowDotMicrokernel(OpBuilder &b, Location loc
   int64_t rows = std::min(m, kMaxRowDots / n);
   if (rows == m)
     return rowDotSubBlock(b, loc, ops, accRows, features);
+  RowDotOperands all = ops;
+  if (ops.element.isF16() && rowType.getElementType().isF32() && ops.kBound > 0 &&
+      m / rows >= kSubBlocksToWidenAhead)
+    all = columnsWidenedAhead(b, loc, ops, n);
   // Sub-blocks of `rows` rows one after another over the same columns, each its rows of
   // a from its first, in a loop up to the last sub-block with a row of a (the next's first
   // row would be past a). The accumulator's rows wait in a buffer on the stack, the
@@ -301,7 +394,7 @@ SmallVector<Value> mlir::tile::cpu::rowDotMicrokernel(OpBuilder &b, Location loc
   scf::ForOp::create(
       b, loc, i64Constant(b, loc, 0), end, step, ValueRange{},
       [&](OpBuilder &b, Location loc, Value first, ValueRange) {
-        RowDotOperands sub = ops;
+        RowDotOperands sub = all;
         sub.aBase = LLVM::GEPOp::create(
             b, loc, ptrType, ops.element, ops.aBase,
             ArrayRef<LLVM::GEPArg>{Value(arith::MulIOp::create(b, loc, first, ops.aRowStride))});
