@@ -10,7 +10,9 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
-#if defined(__x86_64__) && defined(__GNUC__)
+// The AVX-512 build of the byte transposes takes GCC's target pragma (clang builds keep
+// the SSE2 code).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #include <immintrin.h>
 #define TILE_TRANSPOSE_WIDE 1
 #endif
@@ -152,7 +154,7 @@ constexpr int64_t kLine = 64, kTileRows = 64;
 /// f32 matrix transposed), which puts every line of a tile in one L1 set: written straight
 /// to the destination, 16 bytes at a time, the lines were evicted half written, and a 4 MB
 /// copy ran at 5 GB/s, this way at 8 (one thread of a Xeon VM, memcpy 16). Tiles of 16-128
-/// rows by 1-4 lines: 64 by 2 was the fastest. The squares at a matrix's edges go to
+/// rows by 1-4 lines: 64 by 2 was the fastest. The tiles at a matrix's edges go to
 /// `Edge`.
 template <int Bytes, typename Edge>
 [[gnu::always_inline]] inline void transposeTiles(const char *from, int64_t fromStride,
@@ -178,13 +180,18 @@ template <int Bytes, typename Edge>
       edge.template transpose<Bytes>(in, fromStride, tileRows, tileCols, out, toStride, staged);
     }
 }
-
-template <int Bytes>
-void transposeOnSse2(const char *from, int64_t fromStride, int64_t rows, int64_t cols, char *to,
-                     int64_t toStride) {
-  transposeTiles<Bytes>(from, fromStride, rows, cols, to, toStride, EdgeTilesDirect{});
-}
 #endif
+
+/// The x86-64 baseline's way: SSE2 squares, or element by element off x86.
+template <int Bytes>
+void transposeOnBaseline(const char *from, int64_t fromStride, int64_t rows, int64_t cols, char *to,
+                         int64_t toStride) {
+#if defined(__SSE2__)
+  transposeTiles<Bytes>(from, fromStride, rows, cols, to, toStride, EdgeTilesDirect{});
+#else
+  transposeElements<Bytes>(from, fromStride, rows, cols, to, toStride);
+#endif
+}
 
 #if defined(TILE_TRANSPOSE_WIDE)
 #pragma GCC push_options
@@ -241,29 +248,16 @@ void tile::runtime::transposeMatrixPortably(const void *from, int64_t fromStride
                                             int64_t toStride) {
   const char *in = static_cast<const char *>(from);
   char *out = static_cast<char *>(to);
-#if defined(__SSE2__)
   switch (elementBytes) {
   case 1:
-    return transposeOnSse2<1>(in, fromStride, rows, cols, out, toStride);
+    return transposeOnBaseline<1>(in, fromStride, rows, cols, out, toStride);
   case 2:
-    return transposeOnSse2<2>(in, fromStride, rows, cols, out, toStride);
+    return transposeOnBaseline<2>(in, fromStride, rows, cols, out, toStride);
   case 4:
-    return transposeOnSse2<4>(in, fromStride, rows, cols, out, toStride);
+    return transposeOnBaseline<4>(in, fromStride, rows, cols, out, toStride);
   case 8:
-    return transposeOnSse2<8>(in, fromStride, rows, cols, out, toStride);
+    return transposeOnBaseline<8>(in, fromStride, rows, cols, out, toStride);
   }
-#else
-  switch (elementBytes) {
-  case 1:
-    return transposeElements<1>(in, fromStride, rows, cols, out, toStride);
-  case 2:
-    return transposeElements<2>(in, fromStride, rows, cols, out, toStride);
-  case 4:
-    return transposeElements<4>(in, fromStride, rows, cols, out, toStride);
-  case 8:
-    return transposeElements<8>(in, fromStride, rows, cols, out, toStride);
-  }
-#endif
   throw std::invalid_argument("transposeMatrix takes 1-, 2-, 4- or 8-byte elements, got " +
                               std::to_string(elementBytes));
 }
