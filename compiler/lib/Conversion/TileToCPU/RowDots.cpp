@@ -209,7 +209,8 @@ SmallVector<Value> rowDotSubBlock(OpBuilder &b, Location loc, const RowDotOperan
         // 1 x 11008 x 4096 1.44-1.49 -> 1.13-1.16, 16 x 4096 x 4096 1.66-1.75 -> 1.50-1.65,
         // 64 rows 5.90-6.02 -> 5.74-5.77). The other dtypes' steps keep up without: bf16
         // and int8 ran the same, float32 64 rows 8% slower. Past a column's end the lines
-        // are the next column's.
+        // are the next column's. Columns widened ahead (columnsWidenedAhead) were
+        // prefetched there, as they were widened.
         if (step.widen && bElement == ops.element) {
           Value ahead = arith::AddIOp::create(b, loc, kk,
                                               i64Constant(b, loc, kPrefetchBytes / int64_t(align)));
