@@ -310,7 +310,16 @@ void tile::binding::prepareMatmul(MatmulCall &call, const char *op, const at::Te
   // float32 96^3-180^3 unchanged. Larger copies took longer to write twice than the reads
   // they saved (int8 500^3 on the tiles: 122-154 -> 172-192 us): those keep one copy.
   constexpr int64_t kCopyPerThreadBytes = int64_t(128) << 10;
-  call.aCopyPerThread = call.writeRowsOfA && aForKernel.bytes <= kCopyPerThreadBytes;
+  // int8 on the vector kernel takes a copy per thread up to 1 MB: its byte transposes run
+  // on AVX-512's registers (see runtime/Transpose.cpp), and the shared copy's own parallel
+  // region cost more (znver5, a transposed, three alternations against _int_mm: 448^3
+  // 0.82-0.94 -> 0.89-0.92x, 500^3 0.89-0.92 -> 0.97-1.02x, 700^3 0.93-0.94 ->
+  // 0.97-0.98x, 1000^3 0.90-0.93 -> 0.94-0.96x, 1024^3 0.96-0.98 -> 0.97-1.00x). bfloat16
+  // ran 1-2% slower so at 500^3 and 700^3, float32 256^3 8% slower.
+  constexpr int64_t kByteCopyPerThreadBytes = int64_t(1) << 20;
+  int64_t copyPerThread =
+      a.element_size() == 1 && !onTiles ? kByteCopyPerThreadBytes : kCopyPerThreadBytes;
+  call.aCopyPerThread = call.writeRowsOfA && aForKernel.bytes <= copyPerThread;
   // The kernel runs the rows of the copy (a whole number of blocks); c has as many.
   m = call.a.size(0);
   call.target = &target;
