@@ -262,13 +262,6 @@ at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
   return call.result();
 }
 
-/// `sizes` of float32 in the calling thread's scratch buffer for `use`.
-at::Tensor scratchFloats(tile::runtime::ScratchUse use, at::IntArrayRef sizes) {
-  int64_t bytes = c10::multiply_integers(sizes) * int64_t(sizeof(float));
-  return at::from_blob(tile::runtime::threadScratch(use, bytes), sizes,
-                       at::TensorOptions().dtype(at::kFloat));
-}
-
 /// `elements` bfloat16 values in the calling thread's scratch buffer for `use`.
 uint16_t *scratchBfloat16s(tile::runtime::ScratchUse use, int64_t elements) {
   return static_cast<uint16_t *>(tile::runtime::threadScratch(use, elements * 2));
@@ -429,8 +422,8 @@ std::optional<at::Tensor> matmulHalfAsFloat(const char *op, const at::Tensor &a,
   if (bias)
     bias32 = bias->to(at::kFloat);
   using tile::runtime::ScratchUse;
-  at::Tensor a32 = scratchFloats(ScratchUse::FloatA, a.sizes()).copy_(a);
-  at::Tensor b32 = scratchFloats(ScratchUse::FloatB, b.sizes()).copy_(b);
+  at::Tensor a32 = tile::binding::scratchTensor(ScratchUse::FloatA, a.sizes(), at::kFloat).copy_(a);
+  at::Tensor b32 = tile::binding::scratchTensor(ScratchUse::FloatB, b.sizes(), at::kFloat).copy_(b);
   // Each thread then multiplies the rows of a it converted (2-core Xeon, against torch:
   // 256^3 0.82 -> 0.90, 512^3 0.79 -> 0.85); an a of less than 256 KB, which the caches
   // hold whoever wrote it, ran slower so (128^3 0.86 -> 0.78).
@@ -446,8 +439,7 @@ std::optional<at::Tensor> matmulHalfAsFloat(const char *op, const at::Tensor &a,
 at::Tensor transposedBack(const at::Tensor &cT,
                           std::optional<tile::runtime::ScratchUse> scratch = std::nullopt) {
   int64_t n = cT.size(0), m = cT.size(1), bytes = cT.element_size();
-  at::Tensor c = scratch ? at::from_blob(tile::runtime::threadScratch(*scratch, m * n * bytes),
-                                         {m, n}, cT.options())
+  at::Tensor c = scratch ? tile::binding::scratchTensor(*scratch, {m, n}, cT.scalar_type())
                          : at::empty({m, n}, cT.options());
   const char *from = static_cast<const char *>(cT.const_data_ptr());
   char *to = static_cast<char *>(c.data_ptr());

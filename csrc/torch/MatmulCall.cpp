@@ -344,12 +344,8 @@ void tile::binding::prepareMatmul(MatmulCall &call, const char *op, const at::Te
     padded.copy_(call.b);
     call.b = padded;
   }
-  auto cOptions = a.options().dtype(out);
   call.c =
-      cScratch
-          ? at::from_blob(runtime::threadScratch(*cScratch, m * n * int64_t(c10::elementSize(out))),
-                          {m, n}, cOptions)
-          : at::empty({m, n}, cOptions);
+      cScratch ? scratchTensor(*cScratch, {m, n}, out) : at::empty({m, n}, a.options().dtype(out));
   if (m == 0 || n == 0)
     return;
 
@@ -548,6 +544,12 @@ bool tile::binding::usesMatrixTiles(const Target &target, const std::string &inp
   // panels of b.
   constexpr int64_t kRowsWorthTiles = 32;
   return hasCpuMatrixTiles(target, inputDtype) && unitKOfA && m >= kRowsWorthTiles;
+}
+
+at::Tensor tile::binding::scratchTensor(runtime::ScratchUse use, at::IntArrayRef sizes,
+                                        at::ScalarType dtype) {
+  int64_t bytes = c10::multiply_integers(sizes) * int64_t(c10::elementSize(dtype));
+  return at::from_blob(runtime::threadScratch(use, bytes), sizes, at::TensorOptions().dtype(dtype));
 }
 
 bool tile::binding::multipliesTransposedProduct(const Target &target, const at::Tensor &a,

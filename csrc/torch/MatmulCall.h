@@ -105,6 +105,10 @@ int64_t rowDotRows(const Target &target, const std::string &inputDtype);
 /// weight), read once in place. The caller checks that the matrix tiles do not take it.
 bool takesDotsAlongK(const Target &target, const at::Tensor &a, const at::Tensor &b);
 
+/// A contiguous CPU tensor of `sizes` and `dtype` in the calling thread's scratch buffer
+/// for `use` (see runtime::threadScratch): valid until the thread's next call for it.
+at::Tensor scratchTensor(runtime::ScratchUse use, at::IntArrayRef sizes, at::ScalarType dtype);
+
 /// The rows a call on the matrix tiles runs: M up to a whole number of 64-row blocks (the
 /// largest BLOCK_M there), so that no block row stages its rows of a. The copy of a that
 /// prepareMatmul makes, and float16's terms, hold zeros past M.

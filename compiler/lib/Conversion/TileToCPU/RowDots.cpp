@@ -10,12 +10,10 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 
 using namespace mlir;
+using namespace mlir::tile;
 using namespace mlir::tile::cpu;
 
 namespace {
-
-/// The bytes of one element of a vector type: a load's alignment.
-unsigned elementBytes(VectorType type) { return type.getElementType().getIntOrFloatBitWidth() / 8; }
 
 /// Lanes of one 512-bit accumulator vector (32-bit elements).
 constexpr int64_t kLanes = 16;
@@ -30,6 +28,35 @@ constexpr int64_t kSubBlocksToWidenAhead = 8;
 /// The most rows a block takes, in sub-blocks of kMaxRowDots sums that each read the
 /// block's columns again (from the L1 after the first).
 constexpr int64_t kMaxRows = 64;
+
+/// The start of run r of `count` (row r of a or column r of b, its k contiguous, runs
+/// `stride` elements apart): the runs past the `kept` ones read the first (their results
+/// are dropped where the block is stored), so that no read leaves the operand.
+SmallVector<Value> runStarts(OpBuilder &b, Location loc, Value base, int64_t count, Value kept,
+                             Value stride, Type element) {
+  SmallVector<Value> starts;
+  for (int64_t r = 0; r < count; ++r) {
+    Value on =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, i64Constant(b, loc, r), kept);
+    Value index =
+        arith::SelectOp::create(b, loc, on, i64Constant(b, loc, r), i64Constant(b, loc, 0));
+    starts.push_back(LLVM::GEPOp::create(
+        b, loc, base.getType(), element, base,
+        ArrayRef<LLVM::GEPArg>{Value(arith::MulIOp::create(b, loc, index, stride))}));
+  }
+  return starts;
+}
+
+/// Each run's lines kPrefetchBytes ahead of its k = `kk`, asked for in software.
+void prefetchAhead(OpBuilder &b, Location loc, ValueRange starts, Value kk, Type element) {
+  Value ahead = arith::AddIOp::create(
+      b, loc, kk, i64Constant(b, loc, kPrefetchBytes / int64_t(elementBytes(element))));
+  for (Value start : starts)
+    LLVM::Prefetch::create(
+        b, loc,
+        LLVM::GEPOp::create(b, loc, start.getType(), element, start, ArrayRef<LLVM::GEPArg>{ahead}),
+        /*rw=*/0, /*hint=*/3, /*cache=*/1);
+}
 
 /// How a step multiplies 16 lanes' worth of k: the dot-product instruction that adds
 /// `group` products of consecutive k to each lane, or (group 1) a multiply-add of 16 k.
@@ -111,28 +138,16 @@ SmallVector<Value> rowDotSubBlock(OpBuilder &b, Location loc, const RowDotOperan
   auto laneType = VectorType::get({kLanes}, accElement);
   auto spanType = VectorType::get({span}, ops.element);
   Type ptrType = ops.aBase.getType();
-  unsigned align = ops.element.getIntOrFloatBitWidth() / 8;
   // b's columns may be float16 widened ahead into float32 (see rowDotMicrokernel).
   Type bElement = ops.bElement ? ops.bElement : ops.element;
   auto at = [&](OpBuilder &b, Location loc, Value base, Value offset, Type element) -> Value {
     return LLVM::GEPOp::create(b, loc, ptrType, element, base, ArrayRef<LLVM::GEPArg>{offset});
   };
-  // Row i of a and column j of b, for every i and j of the block: the rows and columns
-  // past the kept ones read the first (their results are dropped where the block is
-  // stored), so that no read leaves a or b.
-  auto runs = [&](Value base, int64_t count, Value kept, Value stride, Type element) {
-    SmallVector<Value> starts;
-    for (int64_t r = 0; r < count; ++r) {
-      Value on =
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, i64Constant(b, loc, r), kept);
-      Value index =
-          arith::SelectOp::create(b, loc, on, i64Constant(b, loc, r), i64Constant(b, loc, 0));
-      starts.push_back(at(b, loc, base, arith::MulIOp::create(b, loc, index, stride), element));
-    }
-    return starts;
-  };
-  SmallVector<Value> rows = runs(ops.aBase, m, ops.aValidRows, ops.aRowStride, ops.element);
-  SmallVector<Value> columns = runs(ops.bBase, n, ops.bValidCols, ops.bColStride, bElement);
+  // Row i of a and column j of b, for every i and j of the block.
+  SmallVector<Value> rows =
+      runStarts(b, loc, ops.aBase, m, ops.aValidRows, ops.aRowStride, ops.element);
+  SmallVector<Value> columns =
+      runStarts(b, loc, ops.bBase, n, ops.bValidCols, ops.bColStride, bElement);
   // int8: b's sign bits flipped (vpdpbusd's unsigned side is then b + 128), and ones
   // against a's bytes for the row's sum that comes off 128 times.
   auto splat = [&](int64_t value) -> Value {
@@ -211,17 +226,13 @@ SmallVector<Value> rowDotSubBlock(OpBuilder &b, Location loc, const RowDotOperan
         // and int8 ran the same, float32 64 rows 8% slower. Past a column's end the lines
         // are the next column's. Columns widened ahead (columnsWidenedAhead) were
         // prefetched there, as they were widened.
-        if (step.widen && bElement == ops.element) {
-          Value ahead = arith::AddIOp::create(b, loc, kk,
-                                              i64Constant(b, loc, kPrefetchBytes / int64_t(align)));
-          for (Value column : columns)
-            LLVM::Prefetch::create(b, loc, at(b, loc, column, ahead, bElement), /*rw=*/0,
-                                   /*hint=*/3, /*cache=*/1);
-        }
+        if (step.widen && bElement == ops.element)
+          prefetchAhead(b, loc, columns, kk, bElement);
         scf::YieldOp::create(
             b, loc,
             stepAt(b, loc, kk, state, [&](OpBuilder &b, Location loc, Value ptr, VectorType type) {
-              return Value(LLVM::LoadOp::create(b, loc, type, ptr, elementBytes(type)));
+              return Value(
+                  LLVM::LoadOp::create(b, loc, type, ptr, elementBytes(type.getElementType())));
             }));
       });
   Value rest = arith::SubIOp::create(b, loc, ops.kCount, whole);
@@ -241,7 +252,8 @@ SmallVector<Value> rowDotSubBlock(OpBuilder &b, Location loc, const RowDotOperan
                                       Value zero = arith::ConstantOp::create(b, loc, type,
                                                                              b.getZeroAttr(type));
                                       return Value(LLVM::MaskedLoadOp::create(
-                                          b, loc, type, ptr, on, zero, elementBytes(type)));
+                                          b, loc, type, ptr, on, zero,
+                                          elementBytes(type.getElementType())));
                                     }));
       },
       [&](OpBuilder &b, Location loc) { scf::YieldOp::create(b, loc, loop.getResults()); });
@@ -295,18 +307,12 @@ RowDotOperands columnsWidenedAhead(OpBuilder &b, Location loc, const RowDotOpera
       b, loc, indexType, b.getI64VectorAttr(llvm::to_vector(llvm::seq<int64_t>(0, kLanes))));
   Value zeros = arith::ConstantOp::create(b, loc, halves, b.getZeroAttr(halves));
   Value lanes = i64Constant(b, loc, kLanes);
-  SmallVector<Value> sources, targets;
-  for (int64_t j = 0; j < n; ++j) {
-    Value kept = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, i64Constant(b, loc, j),
-                                       ops.bValidCols);
-    Value index =
-        arith::SelectOp::create(b, loc, kept, i64Constant(b, loc, j), i64Constant(b, loc, 0));
-    sources.push_back(LLVM::GEPOp::create(
-        b, loc, ptrType, ops.element, ops.bBase,
-        ArrayRef<LLVM::GEPArg>{Value(arith::MulIOp::create(b, loc, index, ops.bColStride))}));
+  SmallVector<Value> sources =
+      runStarts(b, loc, ops.bBase, n, ops.bValidCols, ops.bColStride, ops.element);
+  SmallVector<Value> targets;
+  for (int64_t j = 0; j < n; ++j)
     targets.push_back(LLVM::GEPOp::create(b, loc, ptrType, f32, widened,
                                           ArrayRef<LLVM::GEPArg>{int32_t(j * ops.kBound)}));
-  }
   // Whole groups of 16 k up to k's end, the last masked (zeros past it).
   Value end = arith::MulIOp::create(
       b, loc,
@@ -321,22 +327,17 @@ RowDotOperands columnsWidenedAhead(OpBuilder &b, Location loc, const RowDotOpera
             b, loc, arith::CmpIPredicate::slt,
             arith::AddIOp::create(b, loc, iota, vector::BroadcastOp::create(b, loc, indexType, kk)),
             vector::BroadcastOp::create(b, loc, indexType, ops.kCount));
-        Value ahead = arith::AddIOp::create(
-            b, loc, kk,
-            i64Constant(b, loc, kPrefetchBytes / int64_t(halves.getElementTypeBitWidth() / 8)));
         for (int64_t j = 0; j < n; ++j) {
-          LLVM::Prefetch::create(b, loc,
-                                 LLVM::GEPOp::create(b, loc, ptrType, ops.element, sources[j],
-                                                     ArrayRef<LLVM::GEPArg>{ahead}),
-                                 /*rw=*/0, /*hint=*/3, /*cache=*/1);
+          prefetchAhead(b, loc, sources[j], kk, ops.element);
           Value loaded = LLVM::MaskedLoadOp::create(b, loc, halves,
                                                     LLVM::GEPOp::create(b, loc, ptrType,
                                                                         ops.element, sources[j],
                                                                         ArrayRef<LLVM::GEPArg>{kk}),
-                                                    on, zeros, 2);
+                                                    on, zeros, elementBytes(ops.element));
           LLVM::StoreOp::create(
               b, loc, arith::ExtFOp::create(b, loc, floats, loaded),
-              LLVM::GEPOp::create(b, loc, ptrType, f32, targets[j], ArrayRef<LLVM::GEPArg>{kk}), 4);
+              LLVM::GEPOp::create(b, loc, ptrType, f32, targets[j], ArrayRef<LLVM::GEPArg>{kk}),
+              elementBytes(f32));
         }
         scf::YieldOp::create(b, loc);
       });
