@@ -515,19 +515,31 @@ bool tile::binding::packsBIntoPanels(int64_t m, int64_t n, int64_t k, int64_t el
   //   1.01-1.09x; bf16 17x1024x1024 0.71-0.73 -> 0.95x of oneDNN, 48x1024x1024 0.78-0.79 ->
   //   1.01-1.02x. 16 rows tied, 8 lost (int8 8x1024x1024 1.27 -> 0.92-1.06x), and so did
   //   bf16 32x512x512 (512 KB: 1.76-1.83 -> 1.30x).
+  // - int8 interleaves four rows of b per group of k in place where bf16 interleaves two: with
+  //   the blocks at the edges of b in place on the instruction too, int8 repays the copy
+  //   from 17 rows at any size (2 threads, znver5, alternating; in place -> panels):
+  //   32x512x512 18.8 -> 15.6 us, 48x500x500 31.8 -> 19.8, 32x256x256 6.7 -> 6.0, 31x100x100
+  //   3.5 -> 3.2, 17x64x64 and 24x320x320 tied; 12x512x512 lost (8.6 -> 10.3). bf16 keeps b
+  //   in place there (32x512x512 21.1 against 28.9 us on panels, 40x320x320 11.5 against 15.0).
+  //   Past the L2, int8 repays it from 9 rows, whose 4-row blocks read b two to four times
+  //   from L3: 16x2048x1024 142-146 -> 85-87 us, 12x2048x1024 99-115 -> 75-78, 16x4096x768
+  //   198-223 -> 121-128, 16x2050x1000 107 -> 86-88 (0.57-0.75 -> 0.84-1.21x of _int_mm);
+  //   at 1 MB they tie (16 rows) or lose (12x1024x1024 34-36 -> 40 us).
   // The copy moves K*N elements against M*N*K multiply-adds: too few rows of a (M < 64)
   // do not repay it, but for grouped b past the L2. Where blocks take all of a's few rows
   // and read each row of b once or twice (ops::readsFewRowsInPlace), b stays in place
   // there too: the copy was 3x the bytes that such a call streams.
   constexpr int64_t kRowsWorthPanels = 64, kPastTheL2 = int64_t(4) << 20;
-  constexpr int64_t kRowsInPlace = 16, kPastAnL2 = int64_t(1) << 20;
+  constexpr int64_t kRowsInPlace = 16, kPastAnL2 = int64_t(1) << 20, kInt8RowsInPlace = 8;
   constexpr int64_t kInt8Rows = 512, kInt8Bytes = int64_t(256) << 10;
   constexpr int64_t kConflictingPitch = 2048;
   int64_t bytes = k * n * elementBytes;
   if (fewRowsInPlace)
     return false;
   if (groupsOfK)
-    return m >= kRowsWorthPanels || bytes >= kPastTheL2 || (m > kRowsInPlace && bytes >= kPastAnL2);
+    return m >= kRowsWorthPanels || bytes >= kPastTheL2 ||
+           (m > kRowsInPlace && (bytes >= kPastAnL2 || elementBytes == 1)) ||
+           (elementBytes == 1 && m > kInt8RowsInPlace && bytes > kPastAnL2);
   if (m < kRowsWorthPanels)
     return false;
   constexpr int64_t kEdgeFreeColumns = 32;

@@ -521,6 +521,25 @@ def test_few_rows_read_b_in_place(op, pair, m, tmp_path):
             assert all(f"BLOCK_M={block_m}," in spec for spec in specs), specs
 
 
+@pytest.mark.parametrize("op, pair", [p for p in OP_PAIRS if p.values[1].inputs in (torch.bfloat16, torch.int8)])
+@pytest.mark.parametrize("shape", [(40, 512, 320), (13, 33, 77), (7, 100, 99), (16, 80, 1030),
+                                   (63, 70, 500), (3, 17, 5)])
+def test_edges_of_b_read_in_place(op, pair, shape, tmp_path):
+    # Few rows against a small b read in place (bfloat16 below 64 rows, int8 up to 16):
+    # the blocks at M's and N's edges and the last chunk of a K that BLOCK_K does not
+    # divide take the dot-product instruction under b's column mask, a's missing rows
+    # read from its first and dropped. Ragged in every dimension; K past one chunk.
+    a, b = random_inputs(shape, pair.inputs)
+    specs = checked_specs(op, a, b, pair, tmp_path)
+    assert specs
+    flags = cpu_flags()
+    dot = {torch.bfloat16: "avx512_bf16", torch.int8: "avx512_vnni"}[pair.inputs]
+    m = shape[0]
+    if "avx512f" in flags and dot in flags and not torch_tile.runtime.host_matrix_units():
+        in_place = m <= 16 or pair.inputs == torch.bfloat16
+        assert all(("packed_b" not in spec) == in_place for spec in specs), specs
+
+
 # The host's matrix units (torch_tile.runtime.host_matrix_units()) that take each input
 # dtype on the tiles (float16 as bfloat16 terms).
 MATRIX_TILES = {torch.float32: None, torch.float16: "AMX-BF16", torch.bfloat16: "AMX-BF16",

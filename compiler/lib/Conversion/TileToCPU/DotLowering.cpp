@@ -136,6 +136,10 @@ struct BlockEdges {
   SmallVector<Value> aRowKept; // i1 per row of the block
 };
 
+/// The most rows whose block at a's row edge reads a's first row for those not kept (one
+/// general register per row).
+constexpr int64_t kRedirectedRows = 8;
+
 /// One K loop over the block: rows[i] += a[i, k] * b[k, :] for k in [0, K).
 /// `fullBlocks` selects unmasked loads (and a unit-stride b row); otherwise every
 /// element is masked as the loads specified. A full block's loop may stop at `kCount`
@@ -334,6 +338,9 @@ Value unitStrideElementAt(OpBuilder &b, Location loc, const OperandView &view, i
                              ArrayRef<LLVM::GEPArg>{offset});
 }
 
+/// The address of a's element (row, k) as a microkernel reads it.
+using ElementAddress = function_ref<Value(OpBuilder &, Location, int64_t, Value)>;
+
 /// The bytes of a's rows that each step of a flipped K loop sums: two groups of k.
 constexpr int64_t kRowSumBytes = 8;
 /// The k a flipped K loop takes at most: BLOCK_K's bound. Each of a row's four i16 lanes
@@ -384,12 +391,13 @@ SmallVector<Value> lastPartialGroup(
 /// four groups ran as fast and compiled 3-4 ms slower (int8 1024^3: 45 against 49 ms cold);
 /// steps of eight or sixteen ran 5-8% slower than steps of one, with or without the sums.
 SmallVector<Value> flippedKLoop(
-    OpBuilder &b, Location loc, const OperandView &a, ValueRange accRows, Value end, int64_t group,
+    OpBuilder &b, Location loc, Type aElement, ElementAddress aElementAt, ValueRange accRows,
+    Value end, int64_t group,
     function_ref<SmallVector<Value>(OpBuilder &, Location, Value, ValueRange, Value)> groupOfK) {
   int64_t rowCount = int64_t(accRows.size());
-  auto bytesType = VectorType::get({kRowSumBytes}, a.element);
+  auto bytesType = VectorType::get({kRowSumBytes}, aElement);
   auto sumsType = VectorType::get({kRowSumBytes / 2}, b.getI16Type());
-  unsigned align = elementBytes(a.element);
+  unsigned align = elementBytes(aElement);
   Value step = i64Constant(b, loc, kRowSumBytes);
   Value wholeSteps = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, end, step), step);
   SmallVector<Value> init(accRows);
@@ -402,8 +410,8 @@ SmallVector<Value> flippedKLoop(
           rows = groupOfK(b, loc, arith::AddIOp::create(b, loc, first, i64Constant(b, loc, kk)),
                           rows, {});
         for (int64_t i = 0; i < rowCount; ++i) {
-          Value bytes = LLVM::LoadOp::create(b, loc, bytesType,
-                                             unitStrideElementAt(b, loc, a, i, first), align);
+          Value bytes =
+              LLVM::LoadOp::create(b, loc, bytesType, aElementAt(b, loc, i, first), align);
           rows.push_back(addBytesOfRow(b, loc, state[rowCount + i], bytes));
         }
         scf::YieldOp::create(b, loc, rows);
@@ -428,8 +436,8 @@ SmallVector<Value> flippedKLoop(
   SmallVector<Value> rows;
   for (int64_t i = 0; i < rowCount; ++i) {
     Value row = products[i];
-    Value bytes = LLVM::MaskedLoadOp::create(
-        b, loc, bytesType, unitStrideElementAt(b, loc, a, i, wholeSteps), mask, zeroBytes, align);
+    Value bytes = LLVM::MaskedLoadOp::create(b, loc, bytesType, aElementAt(b, loc, i, wholeSteps),
+                                             mask, zeroBytes, align);
     Value sums = addBytesOfRow(b, loc, steps.getResult(rowCount + i), bytes);
     sums =
         arith::ExtSIOp::create(b, loc, VectorType::get({kRowSumBytes / 2}, b.getI32Type()), sums);
@@ -445,19 +453,23 @@ SmallVector<Value> flippedKLoop(
 /// The K loop of a dot by a grouped dot-product instruction. Per group of k, each
 /// accumulator row takes the group (a[i, k], a[i, k + 1], ...), one 32-bit word of a's
 /// unit-stride k broadcast to every lane, and b's lanes as the instruction takes them:
-/// - b as KxN (`bInGroups` false; full blocks only): rows k .. k + group - 1 loaded and
-///   interleaved column by column (b[k, j], b[k + 1, j], ...);
+/// - b as KxN (`bInGroups` false; full blocks, or edges where the masks leave zeros):
+///   rows k .. k + group - 1 loaded and interleaved column by column (b[k, j],
+///   b[k + 1, j], ...). At the edges (`edges`) b's rows are loaded under the kept
+///   columns' mask and a's rows past its kept ones read its first row, their sums then
+///   dropped, as the plain microkernel's edges do;
 /// - b in groups of k (b_k_group): its row k / group holds them so already, and each 16
 ///   lanes of it are one load. At the edges (`fullBlocks` false) the loop stops after b's
 ///   last row that the mask keeps, b's lanes past its valid columns read zero, and a's
 ///   words are read under the mask: rows past a's and k past its columns read zero, which
 ///   adds nothing.
-/// Full blocks run `kCount` k (whole groups, which both operands keep) where given, all k
-/// otherwise.
+/// Full blocks run `kCount` k (the k both operands keep) where given, all k otherwise; a
+/// last group that `kCount` cuts reads a's words masked and, from b as KxN, zeros for
+/// its rows past `kCount`.
 SmallVector<Value> groupedMicrokernel(OpBuilder &b, Location loc, const OperandView &a,
                                       const OperandView &bView, ValueRange accRows, int64_t k,
                                       const GroupedDot &dot, bool bInGroups, bool fullBlocks,
-                                      Value kCount = {}) {
+                                      Value kCount = {}, const BlockEdges *edges = nullptr) {
   auto rowType = cast<VectorType>(accRows.front().getType());
   int64_t n = rowType.getDimSize(0), g = dot.group;
   int64_t chunks = n / kDotLanes;
@@ -528,15 +540,43 @@ SmallVector<Value> groupedMicrokernel(OpBuilder &b, Location loc, const OperandV
         b, loc, ptrType, view.element, view.base,
         ArrayRef<LLVM::GEPArg>{Value(arith::MulIOp::create(b, loc, row, view.rowStride))});
   };
-  // b's groups of k for each chunk of 16 lanes.
-  auto bGroupsAt = [&](OpBuilder &b, Location loc, Value kk) {
+  // At the edges each row of a from its own pointer, a's first row where the row is not
+  // kept: no load reaches past a.
+  bool redirectsRows = edges && !edges->aRowKept.empty();
+  SmallVector<Value> aRows;
+  if (redirectsRows)
+    for (int64_t i = 0, e = accRows.size(); i < e; ++i)
+      aRows.push_back(LLVM::SelectOp::create(b, loc, edges->aRowKept[i],
+                                             rowOf(b, loc, a, i64Constant(b, loc, i)), a.base));
+  auto aElementAt = [&](OpBuilder &b, Location loc, int64_t i, Value kk) -> Value {
+    if (!redirectsRows)
+      return unitStrideElementAt(b, loc, a, i, kk);
+    return LLVM::GEPOp::create(b, loc, ptrType, a.element, aRows[i], ArrayRef<LLVM::GEPArg>{kk});
+  };
+  // b's groups of k for each chunk of 16 lanes. From b as KxN, a group that `kEnd` cuts
+  // takes zeros for its rows past it, loaded from row kk (which is kept) so that no load
+  // reaches past b.
+  auto bGroupsAt = [&](OpBuilder &b, Location loc, Value kk, Value kEnd) {
     SmallVector<Value> bGroups;
     if (!bInGroups) {
+      Value zeros = arith::ConstantOp::create(b, loc, bRowType, b.getZeroAttr(bRowType));
       SmallVector<Value> bRows;
-      for (int64_t r = 0; r < g; ++r)
-        bRows.push_back(LLVM::LoadOp::create(
-            b, loc, bRowType,
-            rowOf(b, loc, bView, arith::AddIOp::create(b, loc, kk, i64Constant(b, loc, r))), 1));
+      for (int64_t r = 0; r < g; ++r) {
+        Value index = arith::AddIOp::create(b, loc, kk, i64Constant(b, loc, r));
+        Value rowOn;
+        if (kEnd && r > 0)
+          rowOn = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, index, kEnd);
+        Value ptr =
+            rowOf(b, loc, bView,
+                  rowOn ? arith::SelectOp::create(b, loc, rowOn, index, kk).getResult() : index);
+        Value row =
+            edges ? LLVM::MaskedLoadOp::create(b, loc, bRowType, ptr, edges->bColumns, zeros, 1)
+                        .getResult()
+                  : LLVM::LoadOp::create(b, loc, bRowType, ptr, 1).getResult();
+        if (rowOn)
+          row = arith::SelectOp::create(b, loc, rowOn, row, zeros);
+        bRows.push_back(row);
+      }
       SmallVector<Value> two = halves(b, loc, bRows);
       Value all = vector::ShuffleOp::create(b, loc, two[0], two[1], interleave);
       for (int64_t c = 0; c < chunks; ++c)
@@ -564,7 +604,7 @@ SmallVector<Value> groupedMicrokernel(OpBuilder &b, Location loc, const OperandV
   // a's group (a[i, kk], ..., a[i, kk + g - 1]) as one word.
   // In full blocks, a group that `kEnd` cuts reads only a's k before it.
   auto aWordAt = [&](OpBuilder &b, Location loc, int64_t i, Value kk, Value kEnd) -> Value {
-    Value ptr = unitStrideElementAt(b, loc, a, i, kk);
+    Value ptr = aElementAt(b, loc, i, kk);
     if (fullBlocks && kEnd) {
       auto groupType = VectorType::get({g}, bits);
       Value zero = arith::ConstantOp::create(b, loc, groupType, b.getZeroAttr(groupType));
@@ -620,7 +660,7 @@ SmallVector<Value> groupedMicrokernel(OpBuilder &b, Location loc, const OperandV
   // sums of b).
   auto groupOfK =
       [&](OpBuilder &b, Location loc, Value kk, ValueRange state, Value kEnd) {
-        SmallVector<Value> bGroups = bGroupsAt(b, loc, kk);
+        SmallVector<Value> bGroups = bGroupsAt(b, loc, kk, kEnd);
         if (flipB) {
           Value signs = words(b, loc, vector::BroadcastOp::create(b, loc, wordsType, flipSigns));
           for (Value &bGroup : bGroups)
@@ -650,8 +690,15 @@ SmallVector<Value> groupedMicrokernel(OpBuilder &b, Location loc, const OperandV
         }
         return next;
       };
+  // Rows past a's kept ones leave the accumulator they came with.
+  auto keptRows = [&](SmallVector<Value> rows) {
+    if (redirectsRows)
+      for (auto [i, row] : llvm::enumerate(rows))
+        row = arith::SelectOp::create(b, loc, edges->aRowKept[i], row, accRows[i]);
+    return rows;
+  };
   if (flipB)
-    return flippedKLoop(b, loc, a, accRows, end, g, groupOfK);
+    return keptRows(flippedKLoop(b, loc, a.element, aElementAt, accRows, end, g, groupOfK));
   Value loopEnd = fullBlocks && kCount ? wholeGroupsOf(b, loc, end, g) : end;
   auto loop =
       scf::ForOp::create(b, loc, i64Constant(b, loc, 0), loopEnd, i64Constant(b, loc, g), carried,
@@ -670,7 +717,7 @@ SmallVector<Value> groupedMicrokernel(OpBuilder &b, Location loc, const OperandV
         row = vector::InsertStridedSliceOp::create(b, loc, corrected, row, ArrayRef<int64_t>{c * kDotLanes},
                                                    ArrayRef<int64_t>{1});
       }
-  return rows;
+  return keptRows(rows);
 }
 
 /// x == y, for an i64 x.
@@ -759,9 +806,12 @@ struct DotLowering : OpConversionPattern<DotOp> {
                               "strides must be known to be 1");
       return lowerGroupedLayout(op, adaptor, rewriter, a, b, m, k, n, *instruction);
     }
+    std::optional<GroupedDot> grouped = groupedDotFor(a, accElement, k, n, features);
+    if (grouped && getConstantIntValue(a.colStride) == 1 &&
+        masksToZeros(*stridedBlockOf(op.getA())) && masksToZeros(*stridedBlockOf(op.getB())))
+      return lowerGroupedInPlace(op, adaptor, rewriter, a, b, m, k, n, *grouped);
     auto eq = [&](Value x, int64_t y) { return equals(rewriter, loc, x, y); };
     SmallVector<Value> rows = accumulatorRows(rewriter, loc, adaptor.getAcc());
-    std::optional<GroupedDot> grouped = groupedDotFor(a, accElement, k, n, features);
     // Where both operands' masked lanes are zeros, the products past either operand's
     // kept k are zeros: the full blocks' loop stops at the smaller (the last block of a K
     // that BLOCK_K does not divide had taken the masked path, a third of the work at
@@ -852,6 +902,89 @@ struct DotLowering : OpConversionPattern<DotOp> {
                 scf::YieldOp::create(otherwise, at, microkernel(otherwise, at, a, b, rows, k, true));
               });
           scf::YieldOp::create(builder, l, byGroups.getResults());
+        },
+        edgesOrMasked);
+    rewriter.replaceOp(op, joinRows(rewriter, loc, adaptor.getAcc(), branch.getResults()));
+    return success();
+  }
+
+  /// A dot by a grouped dot-product instruction from b as KxN, a's k unit-stride, where
+  /// the masks leave zeros: full blocks, and blocks at the row and column edges or in the
+  /// last chunk of a K that BLOCK_K does not divide by the same loop over the k both
+  /// operands keep, b's rows under the kept columns' mask (BlockEdges). Either had taken the masked
+  /// path, a branch per element: int8 40x512x320 (BLOCK_K 512, 4-row blocks) ran at 0.02x of
+  /// _int_mm, 63x512x500 at 0.1x, bf16 40x512x320 at 0.01x of oneDNN.
+  LogicalResult lowerGroupedInPlace(DotOp op, OpAdaptor adaptor,
+                                    ConversionPatternRewriter &rewriter, const OperandView &a,
+                                    const OperandView &b, int64_t m, int64_t k, int64_t n,
+                                    const GroupedDot &instruction) const {
+    Location loc = op.getLoc();
+    SmallVector<Value> rows = accumulatorRows(rewriter, loc, adaptor.getAcc());
+    auto eq = [&](Value x, int64_t y) { return equals(rewriter, loc, x, y); };
+    auto positive = [&](OpBuilder &builder, Location l, Value x) -> Value {
+      return arith::CmpIOp::create(builder, l, arith::CmpIPredicate::sgt, x,
+                                   i64Constant(builder, l, 0));
+    };
+    // (Never below zero: the row sums divide it unsigned.)
+    Value kCount = arith::MaxSIOp::create(
+        rewriter, loc,
+        arith::MinSIOp::create(rewriter, loc,
+                               arith::MinSIOp::create(rewriter, loc, a.validCols, b.validRows),
+                               i64Constant(rewriter, loc, k)),
+        i64Constant(rewriter, loc, 0));
+    Value unitB = eq(b.colStride, 1);
+    // Full blocks over all of the chunk's k: the loop's bound a constant. A run-time bound
+    // cost blocks of 16 bf16 rows (32 accumulator registers) 5-15% (16x2048x2048, 2 threads,
+    // znver5); the last chunk of a K that BLOCK_K does not divide takes the edges' loop.
+    Value whole = arith::AndIOp::create(
+        rewriter, loc, arith::AndIOp::create(rewriter, loc, eq(a.validRows, m), eq(b.validCols, n)),
+        eq(kCount, k));
+    // Blocks of more than 8 rows take the edges' loop with all their rows: a pointer per
+    // row (a's first where the row is not kept) spilled the general registers of 16 bf16
+    // rows, and so the full blocks' accumulators (16x2048x2048 lost 15%). Such blocks come
+    // from rows that divide M (ops::readsFewRowsInPlace); others take the masked path.
+    bool redirectsRows = m <= kRedirectedRows;
+    auto edgesOrMasked = [&](OpBuilder &builder, Location l) {
+      // a's first row is read for every row, and must be there.
+      Value rowsKept =
+          redirectsRows ? positive(builder, l, a.validRows) : equals(builder, l, a.validRows, m);
+      Value someKept = arith::AndIOp::create(
+          builder, l, unitB,
+          arith::AndIOp::create(builder, l, rowsKept, positive(builder, l, b.validCols)));
+      auto byEdges = scf::IfOp::create(
+          builder, l, someKept,
+          [&](OpBuilder &then, Location at) {
+            BlockEdges edges;
+            auto laneType = VectorType::get({n}, then.getI64Type());
+            Value lanes = arith::ConstantOp::create(
+                then, at, laneType,
+                then.getI64VectorAttr(llvm::to_vector(llvm::seq<int64_t>(0, n))));
+            edges.bColumns =
+                arith::CmpIOp::create(then, at, arith::CmpIPredicate::slt, lanes,
+                                      vector::BroadcastOp::create(then, at, laneType, b.validCols));
+            for (int64_t i = 0; redirectsRows && i < m; ++i)
+              edges.aRowKept.push_back(arith::CmpIOp::create(
+                  then, at, arith::CmpIPredicate::slt, i64Constant(then, at, i), a.validRows));
+            scf::YieldOp::create(then, at,
+                                 groupedMicrokernel(then, at, a, b, rows, k, instruction, false,
+                                                    true, kCount, &edges));
+          },
+          [&](OpBuilder &otherwise, Location at) {
+            // With b's rows known to be unit-stride and every row redirected, nothing
+            // reaches here but a block with no row or column kept, to which every product
+            // is zero.
+            if (getConstantIntValue(b.colStride) == 1 && redirectsRows)
+              scf::YieldOp::create(otherwise, at, rows);
+            else
+              scf::YieldOp::create(otherwise, at, microkernel(otherwise, at, a, b, rows, k, false));
+          });
+      scf::YieldOp::create(builder, l, byEdges.getResults());
+    };
+    auto branch = scf::IfOp::create(
+        rewriter, loc, arith::AndIOp::create(rewriter, loc, unitB, whole),
+        [&](OpBuilder &builder, Location l) {
+          scf::YieldOp::create(
+              builder, l, groupedMicrokernel(builder, l, a, b, rows, k, instruction, false, true));
         },
         edgesOrMasked);
     rewriter.replaceOp(op, joinRows(rewriter, loc, adaptor.getAcc(), branch.getResults()));
