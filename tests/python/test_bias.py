@@ -105,6 +105,25 @@ def test_bias_with_few_rows_against_a_transposed_b(op, inputs, out_dtype, result
     assert_close_elementwise(out, a, b, bias, op, -0.3, result, out_dtype)
 
 
+# A matrix times a vector (N = 1) runs as c^T = b^T a^T, one row against a^T: its one bias
+# value is every column's of c^T, added before leaky_relu as anywhere else.
+@pytest.mark.parametrize("shape", [(300, 1, 320), (5, 1, 17)], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("inputs, out_dtype, result, bias_dtype", CASES)
+@pytest.mark.parametrize("op", ["matmul", "matmul_leaky_relu"])
+def test_bias_of_one_column_products(op, inputs, out_dtype, result, bias_dtype, shape):
+    if op == "matmul_leaky_relu" and inputs == torch.int8:
+        pytest.skip("leaky_relu has no int8 variant")
+    a, b, bias = operands(shape, inputs, bias_dtype, "cpu")
+    kwargs = {"bias": bias} if out_dtype is None else {"bias": bias, "out_dtype": out_dtype}
+    poisoned((shape[0], shape[1]), result, "cpu")
+    if op == "matmul":
+        out = torch.ops.tile.matmul(a, b, **kwargs)
+    else:
+        out = torch.ops.tile.matmul_leaky_relu(a, b, -0.3, **kwargs)
+    assert out.shape == (shape[0], 1) and out.is_contiguous()
+    assert_close_elementwise(out, a, b, bias, op, -0.3, result, out_dtype)
+
+
 # A contiguous bias compiles a kernel of its own (one vector load per block row), other
 # views the kernel that reads it through its stride; 800 x 777 in bfloat16 and int8 takes
 # the tile registers' 64 x 64 blocks where the host has AMX.
@@ -191,6 +210,14 @@ def test_bad_bias_raises(op, make_bias, match):
     with FakeTensorMode() as mode, pytest.raises((RuntimeError, TypeError), match=match):
         getattr(torch.ops.tile, op)(mode.from_tensor(a), mode.from_tensor(b),
                                     bias=mode.from_tensor(make_bias()))
+
+
+def test_bias_of_a_one_column_product_has_one_element():
+    # A matrix times a vector runs as its transpose, whose bias is the one value spread
+    # over every column: a bias of M values (one per row of c) is still refused.
+    a, b = torch.randn(6, 4), torch.randn(4, 1)
+    with pytest.raises(RuntimeError, match=r"bias"):
+        torch.ops.tile.matmul(a, b, bias=torch.randn(6))
 
 
 def test_int8_bias_must_be_int8_or_int32():

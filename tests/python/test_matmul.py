@@ -540,6 +540,22 @@ def test_edges_of_b_read_in_place(op, pair, shape, tmp_path):
         assert all(("packed_b" not in spec) == in_place for spec in specs), specs
 
 
+@pytest.mark.parametrize("op, pair", OP_PAIRS)
+@pytest.mark.parametrize("layout", ["nn", "nt", "tn", "tt"])
+@pytest.mark.parametrize("m, k", [(2, 7), (17, 1030), (300, 320), (70, 1)])
+def test_one_column_products(op, pair, layout, m, k):
+    # A matrix times a vector (N = 1) runs as its transpose, one row against a^T: c^T's
+    # row is c's column in memory. The result is an M x 1 contiguous tensor as torch's,
+    # in every layout of a and b.
+    a, b = random_inputs((m, 1, k), pair.inputs)
+    if layout[0] == "t":
+        a = a.t().contiguous().t()
+    if layout[1] == "t":
+        b = b.t().contiguous().t()
+    out = check(op, a, b, pair)
+    assert out.shape == (m, 1) and out.is_contiguous() and out.stride() == (1, 1)
+
+
 # The host's matrix units (torch_tile.runtime.host_matrix_units()) that take each input
 # dtype on the tiles (float16 as bfloat16 terms).
 MATRIX_TILES = {torch.float32: None, torch.float16: "AMX-BF16", torch.bfloat16: "AMX-BF16",
