@@ -250,6 +250,9 @@ struct LoadLowering : OpConversionPattern<LoadOp> {
   }
 };
 
+/// Marks the masked store of one row of a block, for storeOnlyRowsWithLanesOn.
+constexpr StringLiteral kRowOfBlockStoreAttr = "tile.row_of_block_store";
+
 struct StoreLowering : OpConversionPattern<StoreOp> {
   StoreLowering(const TypeConverter &converter, MLIRContext *context, bool maskedStores)
       : OpConversionPattern(converter, context), maskedStores(maskedStores) {}
@@ -301,7 +304,9 @@ struct StoreLowering : OpConversionPattern<StoreOp> {
               at.empty() ? value : vector::ExtractOp::create(rewriter, loc, value, at).getResult();
           Value rowMask =
               at.empty() ? mask : vector::ExtractOp::create(rewriter, loc, mask, at).getResult();
-          LLVM::MaskedStoreOp::create(rewriter, loc, row, rowPtr, rowMask, align);
+          auto store = LLVM::MaskedStoreOp::create(rewriter, loc, row, rowPtr, rowMask, align);
+          if (!at.empty())
+            store->setAttr(kRowOfBlockStoreAttr, rewriter.getUnitAttr());
         });
       };
       Value unitRows = lastStrideIsOne(rewriter, loc, *lanes);
@@ -487,4 +492,20 @@ bool mlir::tile::cpu::writesMemory(Operation *op) {
                : WalkResult::interrupt();
   });
   return walk.wasInterrupted();
+}
+
+void mlir::tile::cpu::storeOnlyRowsWithLanesOn(Operation *kernel) {
+  SmallVector<LLVM::MaskedStoreOp> rowStores;
+  kernel->walk([&](LLVM::MaskedStoreOp store) {
+    if (store->hasAttr(kRowOfBlockStoreAttr))
+      rowStores.push_back(store);
+  });
+  for (LLVM::MaskedStoreOp store : rowStores) {
+    store->removeAttr(kRowOfBlockStoreAttr);
+    OpBuilder b(store);
+    Location loc = store.getLoc();
+    Value anyOn = vector::ReductionOp::create(b, loc, vector::CombiningKind::OR, store.getMask());
+    auto on = scf::IfOp::create(b, loc, TypeRange{}, anyOn, /*withElse=*/false);
+    store->moveBefore(on.thenBlock()->getTerminator());
+  }
 }

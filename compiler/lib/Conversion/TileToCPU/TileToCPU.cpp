@@ -175,6 +175,7 @@ struct ConvertTileToCPUPass : mlir::tile::impl::ConvertTileToCPUBase<ConvertTile
     for (auto kernel : kernels) {
       cpu::keepAccumulatorsInTileBuffers(kernel);
       cpu::rowWiseEpilogues(kernel);
+      cpu::storeOnlyRowsWithLanesOn(kernel);
       buildCpuEntryPoint(builder, kernel);
       kernel->removeAttr(kKernelAttrName);
       // Internal linkage lets LLVM inline the kernel into the entry point's loop.
