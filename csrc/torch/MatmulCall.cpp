@@ -605,7 +605,33 @@ bool tile::binding::takesDotsAlongK(const Target &target, const at::Tensor &a,
   // (The host's features are looked up last, only for such layouts.)
   int64_t m = a.size(0), k = a.size(1), n = b.size(1);
   return m >= 1 && n > 1 && k > 1 && b.stride(0) == 1 && b.stride(1) != 1 && a.stride(1) == 1 &&
+         k >= fewestKForDots(a.scalar_type(), m) &&
          m <= rowDotRows(target, specDtype(a.scalar_type()));
+}
+
+int64_t tile::binding::fewestKForDots(at::ScalarType dtype, int64_t m) {
+  // Dots along k read each row and column a vector of k at a time and end each chunk in
+  // sums across the lanes: a short k fills few lanes and pays the sums for them. There b
+  // transposed into panels (a few KB at such k) and the row-major kernel win. 2 threads,
+  // znver5, b transposed, dots -> panels: float32 40x512x5 16.9 -> 5.0 us, 8x4096x8 26.1 ->
+  // 10.8, 16x1030x17 15.1 -> 8.7, 40x1024x64 25.4 -> 21.3 (40x1024x128 32.9 against 38.0,
+  // 8x1024x32 8.3 against 9.4); bf16 8x1024x32 7.0 -> 4.7, 40x1024x128 22.6 -> 17.5
+  // (24x1024x256 20.4 against 25.1); int8 8x1024x100 7.9 -> 5.4, 24x1024x512 31.2 -> 26.6;
+  // float16 (whose other path is a float32 copy) 8x4096x8 41.2 -> 17.3, 40x512x5 22.7 ->
+  // 7.1 (8x1024x32 9.1 against 19.1). One row takes them at any k.
+  if (m <= 1)
+    return 2;
+  bool fewRows = m <= 16;
+  switch (dtype) {
+  case at::kFloat:
+    return fewRows ? 32 : 128;
+  case at::kBFloat16:
+    return fewRows ? 64 : 256;
+  case at::kChar:
+    return fewRows ? 128 : 1024;
+  default: // float16, widened to float32 as loaded
+    return 32;
+  }
 }
 
 int64_t tile::binding::rowDotRows(const Target &target, const std::string &inputDtype) {

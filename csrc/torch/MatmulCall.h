@@ -105,6 +105,9 @@ int64_t rowDotRows(const Target &target, const std::string &inputDtype);
 /// weight), read once in place. The caller checks that the matrix tiles do not take it.
 bool takesDotsAlongK(const Target &target, const at::Tensor &a, const at::Tensor &b);
 
+/// The shortest k at which m rows of a `dtype` take dots along k.
+int64_t fewestKForDots(at::ScalarType dtype, int64_t m);
+
 /// A contiguous CPU tensor of `sizes` and `dtype` in the calling thread's scratch buffer
 /// for `use` (see runtime::threadScratch): valid until the thread's next call for it.
 at::Tensor scratchTensor(runtime::ScratchUse use, at::IntArrayRef sizes, at::ScalarType dtype);
