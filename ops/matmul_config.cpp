@@ -68,6 +68,19 @@ std::map<std::string, int64_t> cpuConfig(const Target &target, int64_t n, int64_
     blockM = 8;
     blockN = 32;
   }
+  // Narrow N (a classifier's few outputs): 16 x 16 blocks where N is 16 columns or fewer
+  // (one vector a row), int8's 8 x 32 up to 32. 2 threads, znver5, b transposed (x @ W^T),
+  // against the blocks before: float32 1000x16x512 72.9 -> 43.0 us, 2000x10x300 92.9 ->
+  // 55.2, 256x16x256 20.7 -> 13.1; int8 4096x8x1024 301 -> 146 (_int_mm 133), 1000x16x512
+  // 37.7 -> 21.6 (21.9), 512x32x512 21.3 -> 19.0 with 8 x 32 (19.0). bf16 keeps 8 x 32
+  // (16 x 16: 1000x16x512 37.6 -> 49.6 us).
+  if (avx512 && n <= 16 && inputDtype != "bf16") {
+    blockM = 16;
+    blockN = 16;
+  } else if (avx512 && n <= 32 && inputDtype == "i8") {
+    blockM = 8;
+    blockN = 32;
+  }
   return {{"BLOCK_M", blockM},
           {"BLOCK_N", blockN},
           {"BLOCK_K", blockK},
@@ -90,9 +103,10 @@ std::map<std::string, int64_t> cpuConfig(const Target &target, int64_t n, int64_
 /// A block row at M's edge takes the masked path. For float32 it costs about as much as
 /// another pass over b, which pays where whole blocks would need two more passes (17 rows:
 /// 8 x 64 with an edge 1.64x against 1 x 64's 0.50x; 12 rows: 4 x 64 1.88x against 8 x
-/// 64's 1.19x). bf16 and int8 read in place interleave b's groups of k at every block, and
-/// their edges take the widened path: there only whole blocks that read b once (1, 2, 4,
-/// 8 rows; bfloat16 16) read it in place; 17 or 60 rows lost 1.5-2.3x so.
+/// 64's 1.19x). bf16 and int8 read in place interleave b's groups of k at every block:
+/// there only whole blocks that read b once (1, 2, 4, 8 rows; bfloat16 16) read it in
+/// place; 17 or 60 rows lost 1.5-2.3x so (measured while such edges still widened their
+/// products element by element).
 /// K = 11008 (a transformer's MLP): bf16 16 rows 0.46 -> 1.2x, 1 row 0.43 -> 2.0x, int8
 /// 1 row 7013 -> 4458 us; int8 8 rows at K = 8192 5248 -> 1769 us. Other CPUs take one row
 /// so (below).

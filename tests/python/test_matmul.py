@@ -556,6 +556,26 @@ def test_one_column_products(op, pair, layout, m, k):
     assert out.shape == (m, 1) and out.is_contiguous() and out.stride() == (1, 1)
 
 
+@pytest.mark.parametrize("op, pair", [p for p in OP_PAIRS if p.values[1].inputs in (torch.float32, torch.int8)])
+@pytest.mark.parametrize("layout", ["nn", "nt"])
+@pytest.mark.parametrize("shape", [(1000, 10, 300), (200, 16, 64), (100, 3, 50), (300, 30, 100)])
+def test_narrow_results_take_narrow_blocks(op, pair, layout, shape, tmp_path):
+    # A result of 16 columns or fewer (a classifier's few outputs) runs in 16 x 16 blocks on
+    # AVX-512, int8's of up to 32 columns in 8 x 32 blocks: 64-column blocks had computed
+    # mostly lanes past N. Ragged in every dimension, b as given and transposed.
+    a, b = random_inputs(shape, pair.inputs)
+    if layout == "nt":
+        b = b.t().contiguous().t()
+    specs = checked_specs(op, a, b, pair, tmp_path)
+    assert specs
+    tiles = pair.inputs == torch.int8 and "AMX-INT8" in torch_tile.runtime.host_matrix_units()
+    if "avx512f" in cpu_flags() and not tiles:
+        n = shape[1]
+        block_n = 16 if n <= 16 else 32 if pair.inputs == torch.int8 else None
+        if block_n:
+            assert all(f"BLOCK_N={block_n}," in spec for spec in specs), specs
+
+
 # The host's matrix units (torch_tile.runtime.host_matrix_units()) that take each input
 # dtype on the tiles (float16 as bfloat16 terms).
 MATRIX_TILES = {torch.float32: None, torch.float16: "AMX-BF16", torch.bfloat16: "AMX-BF16",
