@@ -558,11 +558,13 @@ def test_one_column_products(op, pair, layout, m, k):
 
 @pytest.mark.parametrize("op, pair", [p for p in OP_PAIRS if p.values[1].inputs in (torch.float32, torch.int8)])
 @pytest.mark.parametrize("layout", ["nn", "nt"])
-@pytest.mark.parametrize("shape", [(1000, 10, 300), (200, 16, 64), (100, 3, 50), (300, 30, 100)])
+@pytest.mark.parametrize("shape", [(1000, 10, 300), (200, 16, 64), (100, 3, 50), (300, 30, 100),
+                                   (33, 16, 200), (5, 8, 100), (1, 16, 512)])
 def test_narrow_results_take_narrow_blocks(op, pair, layout, shape, tmp_path):
-    # A result of 16 columns or fewer (a classifier's few outputs) runs in 16 x 16 blocks on
-    # AVX-512, int8's of up to 32 columns in 8 x 32 blocks: 64-column blocks had computed
-    # mostly lanes past N. Ragged in every dimension, b as given and transposed.
+    # A result of 16 columns or fewer (a classifier's few outputs) runs in blocks of 16
+    # columns on AVX-512 (16 rows, or the rows there are below 16: a few rows' blocks of 64
+    # columns too had computed mostly lanes past N), int8's of up to 32 columns in 8 x 32
+    # blocks. Ragged in every dimension, b as given and transposed.
     a, b = random_inputs(shape, pair.inputs)
     if layout == "nt":
         b = b.t().contiguous().t()
