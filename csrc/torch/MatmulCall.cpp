@@ -271,7 +271,7 @@ void tile::binding::prepareMatmul(MatmulCall &call, const char *op, const at::Te
   bool unitKOfA = a.stride(1) == 1 || k == 1 || copyRowsOfA;
   bool tileDtype = a.scalar_type() == at::kBFloat16 || a.scalar_type() == at::kChar;
   bool onTiles =
-      cpu && tileDtype && usesMatrixTiles(target, specDtype(a.scalar_type()), unitKOfA, m);
+      cpu && tileDtype && usesMatrixTiles(target, specDtype(a.scalar_type()), unitKOfA, m, k);
   // A few rows of a against a b whose k is contiguous (b transposed: x @ W^T for a few
   // tokens through a Linear's weight) take dots along k, reading b once in place (see
   // RowDots.cpp in the compiler), where a copy into panels transposed all of b for a few
@@ -451,7 +451,7 @@ void tile::binding::MatmulCall::specify() {
     bool unitKOfA = signature[kUnitStrides] & kUnitColumnStrideOfA;
     // AMX multiplies b only in groups of k: where a call takes the tile registers, b is
     // always read from grouped panels, whatever its size.
-    if (usesMatrixTiles(*target, spec.dtypes[0], unitKOfA, signature[kM])) {
+    if (usesMatrixTiles(*target, spec.dtypes[0], unitKOfA, signature[kM], signature[kK])) {
       // a.size(1): the kernel's k, which a copy of a pads with zeros to whole cache lines.
       spec.config =
           ops::withMatrixTiles(spec.config, signature[kM], signature[kN], signature[kK],
@@ -550,12 +550,17 @@ bool tile::binding::packsBIntoPanels(int64_t m, int64_t n, int64_t k, int64_t el
 }
 
 bool tile::binding::usesMatrixTiles(const Target &target, const std::string &inputDtype,
-                                    bool unitKOfA, int64_t m) {
+                                    bool unitKOfA, int64_t m, int64_t k) {
   // The tiles read a's rows 64 bytes of k at a time (its k unit-stride), 32 rows per
   // block: a call of fewer rows would leave the tiles mostly empty and still pay for the
-  // panels of b.
-  constexpr int64_t kRowsWorthTiles = 32;
-  return hasCpuMatrixTiles(target, inputDtype) && unitKOfA && m >= kRowsWorthTiles;
+  // panels of b. So does an int8 k of less than one such step, which every block stages
+  // into a zero-padded copy: on the AMX Xeon (2 threads, alternating) the vector kernel
+  // took 777x500x8 from 272-430 to 103 us, 1000x64x8 26-56 -> 16, 500x100x48 52-87 -> 31-34,
+  // 256x256x32 27-59 -> 25-29. bf16 keeps the tiles at any k there (the vector kernel ran
+  // 256x256x16 in 38-42 us against 22-24, 1000x256x24 187-204 against 121-142).
+  constexpr int64_t kRowsWorthTiles = 32, kTileStepBytes = 64;
+  bool shortInt8K = inputDtype == "i8" && k < kTileStepBytes;
+  return hasCpuMatrixTiles(target, inputDtype) && unitKOfA && m >= kRowsWorthTiles && !shortInt8K;
 }
 
 at::Tensor tile::binding::scratchTensor(runtime::ScratchUse use, at::IntArrayRef sizes,
@@ -587,7 +592,7 @@ bool tile::binding::multipliesTransposedProduct(const Target &target, const at::
   // 0.48-1.10 -> 0.96-1.54x of _int_mm, 128 0.86-0.95 -> 1.18-1.34x, 256 1.09-1.13 ->
   // 1.23-1.44x. Dots along k kept int8's 8 rows (1.08-1.28x) and bf16's 1-4 (1.5-2.0x,
   // swapped 1.2-1.4x). The swapped call's rows, b's columns, fill the tiles' blocks.
-  if (dtype != at::kFloat && hasCpuMatrixTiles(target, name))
+  if (dtype != at::kFloat && usesMatrixTiles(target, name, /*unitKOfA=*/true, n, k))
     return m >= (int8 ? 9 : 8) && m <= (int8 ? 256 : 192);
   // On the vector kernel, past the rows that dots along k take (2-core znver5, two runs of
   // three alternations, x 4096 x 4096 and 128 x 11008 x 4096): float32 96-256 rows 1.4-2.1

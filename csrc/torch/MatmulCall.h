@@ -121,8 +121,10 @@ inline int64_t rowsOfWholeTileBlocks(int64_t m) {
 }
 
 /// Whether a CPU call multiplies on AMX tile registers (see MatrixTiles.cpp in the
-/// compiler): the host has them for the dtype, a's k is unit-stride and M fills a block.
-bool usesMatrixTiles(const Target &target, const std::string &inputDtype, bool unitKOfA, int64_t m);
+/// compiler): the host has them for the dtype (int8 or bf16), a's k is unit-stride, M fills
+/// a block and an int8 K a tile's step (64 bytes).
+bool usesMatrixTiles(const Target &target, const std::string &inputDtype, bool unitKOfA, int64_t m,
+                     int64_t k);
 
 /// Whether a CPU call of a few rows of a (up to a few hundred) against a transposed b
 /// (x @ W^T for a batch of tokens through a Linear's weight) runs as c^T = b^T a^T: b^T

@@ -448,6 +448,17 @@ def test_large_blocks_of_matrix_tiles(op, pair, tmp_path):
     assert specs and all(("BLOCK_M=64" in spec) == amx for spec in specs), specs
 
 
+@pytest.mark.parametrize("shape", [(300, 200, 40), (777, 500, 8)])
+def test_int8_k_under_a_tile_step_stays_on_the_vector_kernel(shape, tmp_path):
+    # An int8 K under one tile step (64 bytes) would have every block stage a zero-padded
+    # copy of its rows of a: where the host has AMX-INT8 such calls take vpdpbusd on the
+    # vector registers (the product exact either way).
+    pair = next(p.values[0] for p in PAIRS if p.values[0].inputs == torch.int8)
+    a, b = random_inputs(shape, pair.inputs)
+    specs = checked_specs("matmul", a, b, pair, tmp_path)
+    assert specs and not any(re.search(r"BLOCK_M=(32|64),", spec) for spec in specs), specs
+
+
 @pytest.mark.parametrize("op, pair", [p for p in OP_PAIRS if p.values[1].inputs in (torch.bfloat16, torch.int8)])
 @pytest.mark.parametrize("m", [500, 449])
 def test_rows_past_a_whole_block(op, pair, m):
@@ -650,8 +661,9 @@ def test_rows_against_a_transposed_b_as_the_transposed_product(op, pair, m, n, k
     # or b's panels. The result matches torch at ragged M, N and K either way.
     specs = transposed_b_specs(op, pair, m, n, k, tmp_path)
     fewest_rows, most_rows = (9, 256) if pair.inputs == torch.int8 else (8, 192)
+    # An int8 k under one tile step (64) stays on the vector kernel.
     if (MATRIX_TILES[pair.inputs] in torch_tile.runtime.host_matrix_units()
-            and fewest_rows <= m <= most_rows):
+            and fewest_rows <= m <= most_rows and (pair.inputs != torch.int8 or k >= 64)):
         # The swapped call's rows, b's columns, fill the tiles' blocks.
         assert all("packed_b" in spec and re.search(r"BLOCK_M=(32|64),", spec)
                    for spec in specs), specs
