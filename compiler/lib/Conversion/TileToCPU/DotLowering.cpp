@@ -136,6 +136,32 @@ struct BlockEdges {
   SmallVector<Value> aRowKept; // i1 per row of the block
 };
 
+/// The edges of a block of m rows and n columns from its operands' kept rows and columns;
+/// `aRows` false leaves aRowKept empty (a's rows all read as they are).
+BlockEdges blockEdgesOf(OpBuilder &b, Location loc, const OperandView &a, const OperandView &bView,
+                        int64_t m, int64_t n, bool aRows = true) {
+  BlockEdges edges;
+  auto laneType = VectorType::get({n}, b.getI64Type());
+  Value lanes = arith::ConstantOp::create(
+      b, loc, laneType, b.getI64VectorAttr(llvm::to_vector(llvm::seq<int64_t>(0, n))));
+  edges.bColumns =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, lanes,
+                            vector::BroadcastOp::create(b, loc, laneType, bView.validCols));
+  for (int64_t i = 0; aRows && i < m; ++i)
+    edges.aRowKept.push_back(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                                   i64Constant(b, loc, i), a.validRows));
+  return edges;
+}
+
+/// The k that both operands of a block keep, at most k and never below zero.
+Value keptK(OpBuilder &b, Location loc, const OperandView &a, const OperandView &bView, int64_t k) {
+  return arith::MaxSIOp::create(
+      b, loc,
+      arith::MinSIOp::create(b, loc, arith::MinSIOp::create(b, loc, a.validCols, bView.validRows),
+                             i64Constant(b, loc, k)),
+      i64Constant(b, loc, 0));
+}
+
 /// The most rows whose block at a's row edge reads a's first row for those not kept (one
 /// general register per row).
 constexpr int64_t kRedirectedRows = 8;
@@ -725,6 +751,11 @@ Value equals(OpBuilder &b, Location loc, Value x, int64_t y) {
   return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x, i64Constant(b, loc, y));
 }
 
+/// x > 0, for an i64 x.
+Value positive(OpBuilder &b, Location loc, Value x) {
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, x, i64Constant(b, loc, 0));
+}
+
 /// The accumulator's rows, which the microkernels carry one vector each.
 SmallVector<Value> accumulatorRows(OpBuilder &b, Location loc, Value acc) {
   SmallVector<Value> rows;
@@ -824,12 +855,7 @@ struct DotLowering : OpConversionPattern<DotOp> {
     Value full = arith::AndIOp::create(rewriter, loc, unitB, whole);
     Value kCount;
     if (zeroOthers) {
-      kCount = arith::MaxSIOp::create(
-          rewriter, loc,
-          arith::MinSIOp::create(rewriter, loc,
-                                 arith::MinSIOp::create(rewriter, loc, a.validCols, b.validRows),
-                                 i64Constant(rewriter, loc, k)),
-          i64Constant(rewriter, loc, 0));
+      kCount = keptK(rewriter, loc, a, b, k);
       // The full blocks' loop takes kUnrolledSteps k at a time; a K that leaves fewer
       // (K not a multiple of 4) goes the edges' way, one k at a time.
       if (k % kUnrolledSteps == 0)
@@ -847,27 +873,14 @@ struct DotLowering : OpConversionPattern<DotOp> {
         return;
       }
       // a's first row is read for every row, and must be there.
-      Value someKept = arith::AndIOp::create(
-          builder, l, unitB,
-          arith::AndIOp::create(builder, l,
-                                arith::CmpIOp::create(builder, l, arith::CmpIPredicate::sgt,
-                                                      a.validRows, i64Constant(builder, l, 0)),
-                                arith::CmpIOp::create(builder, l, arith::CmpIPredicate::sgt,
-                                                      b.validCols, i64Constant(builder, l, 0))));
+      Value someKept =
+          arith::AndIOp::create(builder, l, unitB,
+                                arith::AndIOp::create(builder, l, positive(builder, l, a.validRows),
+                                                      positive(builder, l, b.validCols)));
       auto byEdges = scf::IfOp::create(
           builder, l, someKept,
           [&](OpBuilder &then, Location at) {
-            BlockEdges edges;
-            auto laneType = VectorType::get({n}, then.getI64Type());
-            Value lanes = arith::ConstantOp::create(
-                then, at, laneType,
-                then.getI64VectorAttr(llvm::to_vector(llvm::seq<int64_t>(0, n))));
-            edges.bColumns =
-                arith::CmpIOp::create(then, at, arith::CmpIPredicate::slt, lanes,
-                                      vector::BroadcastOp::create(then, at, laneType, b.validCols));
-            for (int64_t i = 0; i < m; ++i)
-              edges.aRowKept.push_back(arith::CmpIOp::create(
-                  then, at, arith::CmpIPredicate::slt, i64Constant(then, at, i), a.validRows));
+            BlockEdges edges = blockEdgesOf(then, at, a, b, m, n);
             scf::YieldOp::create(then, at,
                                  microkernel(then, at, a, b, rows, k, true, kCount, &edges));
           },
@@ -921,17 +934,8 @@ struct DotLowering : OpConversionPattern<DotOp> {
     Location loc = op.getLoc();
     SmallVector<Value> rows = accumulatorRows(rewriter, loc, adaptor.getAcc());
     auto eq = [&](Value x, int64_t y) { return equals(rewriter, loc, x, y); };
-    auto positive = [&](OpBuilder &builder, Location l, Value x) -> Value {
-      return arith::CmpIOp::create(builder, l, arith::CmpIPredicate::sgt, x,
-                                   i64Constant(builder, l, 0));
-    };
     // (Never below zero: the row sums divide it unsigned.)
-    Value kCount = arith::MaxSIOp::create(
-        rewriter, loc,
-        arith::MinSIOp::create(rewriter, loc,
-                               arith::MinSIOp::create(rewriter, loc, a.validCols, b.validRows),
-                               i64Constant(rewriter, loc, k)),
-        i64Constant(rewriter, loc, 0));
+    Value kCount = keptK(rewriter, loc, a, b, k);
     Value unitB = eq(b.colStride, 1);
     // Full blocks over all of the chunk's k: the loop's bound a constant. A run-time bound
     // cost blocks of 16 bf16 rows (32 accumulator registers) 5-15% (16x2048x2048, 2 threads,
@@ -954,17 +958,7 @@ struct DotLowering : OpConversionPattern<DotOp> {
       auto byEdges = scf::IfOp::create(
           builder, l, someKept,
           [&](OpBuilder &then, Location at) {
-            BlockEdges edges;
-            auto laneType = VectorType::get({n}, then.getI64Type());
-            Value lanes = arith::ConstantOp::create(
-                then, at, laneType,
-                then.getI64VectorAttr(llvm::to_vector(llvm::seq<int64_t>(0, n))));
-            edges.bColumns =
-                arith::CmpIOp::create(then, at, arith::CmpIPredicate::slt, lanes,
-                                      vector::BroadcastOp::create(then, at, laneType, b.validCols));
-            for (int64_t i = 0; redirectsRows && i < m; ++i)
-              edges.aRowKept.push_back(arith::CmpIOp::create(
-                  then, at, arith::CmpIPredicate::slt, i64Constant(then, at, i), a.validRows));
+            BlockEdges edges = blockEdgesOf(then, at, a, b, m, n, redirectsRows);
             scf::YieldOp::create(then, at,
                                  groupedMicrokernel(then, at, a, b, rows, k, instruction, false,
                                                     true, kCount, &edges));
