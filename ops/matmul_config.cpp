@@ -19,6 +19,11 @@ const std::vector<std::string> &matmulKnobNames() {
 namespace {
 
 /// `value` rounded up to a multiple of `multiple`.
+/// The smallest power of two at or above `x` (1 for x <= 1).
+int64_t powerOfTwoAtLeast(int64_t x) {
+  return x <= 1 ? 1 : int64_t(1) << (64 - __builtin_clzll(uint64_t(x - 1)));
+}
+
 int64_t roundUpTo(int64_t value, int64_t multiple) {
   return (value + multiple - 1) / multiple * multiple;
 }
@@ -47,13 +52,13 @@ int64_t bytesOf(const std::string &dtype) { return dtype == "f32" ? 4 : dtype ==
 /// znver5, against _int_mm, interleaved, 256 -> 1024: 2048^3 0.915 -> 0.963x,
 /// 1024x1024x4096 0.942 -> 0.970x, 1000^3 0.880 -> 0.929x, 768^3 0.903 -> 0.964x, 320^3
 /// 0.829 -> 0.871x, 500^3 0.997 -> 1.018x); bfloat16 gained nothing from 512.
-std::map<std::string, int64_t> cpuConfig(const Target &target, int64_t n, int64_t k,
+std::map<std::string, int64_t> cpuConfig(const Target &target, int64_t m, int64_t n, int64_t k,
                                          const std::string &inputDtype) {
   bool avx512 = target.hasFeature("avx512f");
   int64_t blockK = std::clamp<int64_t>(k, 16, 256);
   blockK = int64_t(1) << (63 - __builtin_clzll(uint64_t(blockK))); // a power of two <= k
   if (inputDtype == "i8")
-    blockK = int64_t(1) << (64 - __builtin_clzll(uint64_t(std::clamp<int64_t>(k, 16, 1024) - 1)));
+    blockK = powerOfTwoAtLeast(std::clamp<int64_t>(k, 16, 1024));
   constexpr int64_t kRowsPerGroup = 1024;
   int64_t blockM = avx512 ? 4 : 8, blockN = avx512 ? 64 : 16;
   // Where N leaves a 64-wide block column mostly past the matrix and 32-wide ones do not
@@ -73,9 +78,12 @@ std::map<std::string, int64_t> cpuConfig(const Target &target, int64_t n, int64_
   // against the blocks before: float32 1000x16x512 72.9 -> 43.0 us, 2000x10x300 92.9 ->
   // 55.2, 256x16x256 20.7 -> 13.1; int8 4096x8x1024 301 -> 146 (_int_mm 133), 1000x16x512
   // 37.7 -> 21.6 (21.9), 512x32x512 21.3 -> 19.0 with 8 x 32 (19.0). bf16 keeps 8 x 32
-  // (16 x 16: 1000x16x512 37.6 -> 49.6 us).
+  // (16 x 16: 1000x16x512 37.6 -> 49.6 us). Fewer rows than 16 take the rows there are (a
+  // power of two): a 16-row block of one row ran float32 1x16x512 in 2.7 us, a 1-row one in
+  // 1.8.
+  constexpr int64_t kNarrowRows = 16;
   if (avx512 && n <= 16 && inputDtype != "bf16") {
-    blockM = 16;
+    blockM = m > 0 ? std::min(kNarrowRows, powerOfTwoAtLeast(m)) : kNarrowRows;
     blockN = 16;
   } else if (avx512 && n <= 32 && inputDtype == "i8") {
     blockM = 8;
@@ -267,7 +275,7 @@ std::map<std::string, int64_t> withMatrixTiles(std::map<std::string, int64_t> co
   constexpr int64_t kTileStepBytes = 64;
   int64_t stepsK = kernelK > 0 ? kernelK : k;
   if (blockM == 32 && bytesOf(inputDtype) == 1 && stepsK % kTileStepBytes == 0 && stepsK <= 1024)
-    config["BLOCK_K"] = int64_t(1) << (64 - __builtin_clzll(uint64_t(stepsK - 1)));
+    config["BLOCK_K"] = powerOfTwoAtLeast(stepsK);
   // The programs of a group read the same panel of b, each its own rows of a, which
   // the next column of the group reads again: they stay in the core's L2 (2 MB on the
   // AMX Xeons) only where the group's rows of a take about half of it. 4096^3 bf16 ran at
@@ -324,17 +332,7 @@ std::map<std::string, int64_t> withStagesThatFit(std::map<std::string, int64_t> 
 std::map<std::string, int64_t> defaultMatmulConfig(const Target &target, int64_t m, int64_t n,
                                                    int64_t k, const std::string &inputDtype) {
   if (target.kind == TargetKind::Cpu) {
-    auto config = cpuConfig(target, n, k, inputDtype);
-    // Narrow blocks of fewer rows than 16 take the rows there are (a power of two): a 16-row
-    // block of one row ran float32 1x16x512 in 2.7 us, a 1-row one in 1.8.
-    constexpr int64_t kNarrowRows = 16;
-    if (config["BLOCK_N"] == 16 && config["BLOCK_M"] == kNarrowRows && m > 0 && m < kNarrowRows) {
-      config["BLOCK_M"] = int64_t(1)
-                          << (64 - __builtin_clzll(uint64_t(std::max<int64_t>(m, 2) - 1)));
-      if (m == 1)
-        config["BLOCK_M"] = 1;
-      config["GROUP_M"] = std::max<int64_t>(1, 1024 / config["BLOCK_M"]);
-    }
+    auto config = cpuConfig(target, m, n, k, inputDtype);
     if (int64_t blockM = fewRowsOf(target, m, n, k, inputDtype).blockM) {
       constexpr int64_t kAccumulatorLanes = 32 * 16;
       config["BLOCK_M"] = blockM;
