@@ -166,7 +166,7 @@ FewRows fewRowsOf(const Target &target, int64_t m, int64_t n, int64_t k,
 
 /// GPU tiles from the Triton tutorials' candidates: large tiles for large problems,
 /// smaller ones when large tiles would leave too few workgroups.
-std::map<std::string, int64_t> gpuConfig(const Target &target, int64_t m, int64_t n,
+std::map<std::string, int64_t> gpuConfig(const Target &target, int64_t m, int64_t n, int64_t k,
                                          const std::string &inputDtype) {
   bool large = m >= 1024 && n >= 1024;
   bool hip = target.kind == TargetKind::Hip;
@@ -204,14 +204,20 @@ std::map<std::string, int64_t> gpuConfig(const Target &target, int64_t m, int64_
     } else if (blocks(64, 128) >= kBlocksToFill) {
       blockN = 128;
     }
-    // Where 128 x 256 blocks make more than one wave but at most about four (4096^3:
-    // 512 blocks on 132 SMs), a persistent, warp-specialized kernel: each SM's producer
-    // copies its next tile while the MMA warps store C (bulk tensor stores), so the
-    // pipeline fills once per SM instead of once per block. In interleaved H100 runs it
-    // was ahead of the plain kernel at 4096^3 in 6 of 7 pairs, by 1-4% (fp16 and bf16);
-    // at 8192^3 (16 waves) it was 1-3% behind, so larger problems keep one block per tile.
+    // Where 128 x 256 blocks make more than one wave, a persistent, warp-specialized
+    // kernel: each SM's producer copies its next tile while the MMA warps store C (bulk
+    // tensor stores), so the pipeline fills once per SM instead of once per block. That
+    // saves a fixed cost per tile, which weighs most where tiles are few (4096^3: 512
+    // blocks on 132 SMs; ahead of the plain kernel in 6 of 7 interleaved H100 pairs, by
+    // 1-4%) or their K loops short. Past four waves it pays up to K = 4096 (fp16, against
+    // cuBLAS, plain -> persistent in the same runs: 4096x16384x4096, a Linear's x @ W^T,
+    // 0.976-0.978 -> 0.985-0.993, bf16 0.961 -> 0.985; 8192x8192x4096 0.971 -> 0.987;
+    // 8192x8192x2048 0.934 -> 0.990), ties at 8192^3 (1.005 / 1.006) and loses at larger
+    // K (9728x8192x65536 0.980 -> 0.969), where the plain kernel stays.
     int64_t tiles = blocks(blockM, blockN);
-    int64_t persistent = blockM == 128 && blockN == 256 && tiles > kBlocksToFill && tiles <= 4 * kBlocksToFill;
+    constexpr int64_t kShortK = 4096;
+    int64_t persistent = blockM == 128 && blockN == 256 && tiles > kBlocksToFill &&
+                         (tiles <= 4 * kBlocksToFill || k <= kShortK);
     return {{"BLOCK_M", blockM},
             {"BLOCK_N", blockN},
             {"BLOCK_K", 64},
@@ -340,11 +346,11 @@ std::map<std::string, int64_t> defaultMatmulConfig(const Target &target, int64_t
       config["GROUP_M"] = std::max<int64_t>(1, 1024 / blockM);
     }
     // GPU-only knobs at their GPU defaults, ignored here but part of the key.
-    for (const auto &[name, value] : gpuConfig(target, m, n, inputDtype))
+    for (const auto &[name, value] : gpuConfig(target, m, n, k, inputDtype))
       config.emplace(name, value);
     return config;
   }
-  return withStagesThatFit(gpuConfig(target, m, n, inputDtype), target, inputDtype);
+  return withStagesThatFit(gpuConfig(target, m, n, k, inputDtype), target, inputDtype);
 }
 
 bool readsFewRowsInPlace(const Target &target, int64_t m, int64_t n, int64_t k,

@@ -518,9 +518,9 @@ TEST(WarpgroupMma, ClustersOfTwoMulticastTheirShareOfB) {
   EXPECT_GT(occurrences(asmOf(transposed), ".multicast::cluster"), 0);
 }
 
-TEST(WarpgroupMma, DefaultsWalkTilesWhereBlocksMakeAFewWaves) {
-  // 4096^3 (512 blocks of 128x256): persistent and warp-specialized; 8192^3 (2048) and
-  // 2048^3 (128, one wave) keep one block per tile.
+TEST(WarpgroupMma, DefaultsWalkTilesWhereBlocksAreFewOrTheirLoopsShort) {
+  // 4096^3 (512 blocks of 128x256): persistent and warp-specialized; 8192^3 (2048 with a
+  // long K) and 2048^3 (128, one wave) keep one block per tile.
   auto config = [](int64_t size) { return ops::defaultMatmulConfig(hopper(), size, size, size, "f16"); };
   EXPECT_EQ(config(4096).at("persistent"), 1);
   EXPECT_EQ(config(4096).at("warp_specialize"), 1);
@@ -529,6 +529,15 @@ TEST(WarpgroupMma, DefaultsWalkTilesWhereBlocksMakeAFewWaves) {
     EXPECT_EQ(config(size).at("persistent"), 0) << size;
     EXPECT_EQ(config(size).at("warp_specialize"), 0) << size;
   }
+  // Past four waves, tiles whose K loops are short walk too (a Linear's x @ W^T at
+  // 4096x16384x4096: 2048 blocks); long ones keep one block per tile.
+  auto shaped = [](int64_t m, int64_t n, int64_t k) {
+    return ops::defaultMatmulConfig(hopper(), m, n, k, "f16");
+  };
+  EXPECT_EQ(shaped(4096, 16384, 4096).at("persistent"), 1);
+  EXPECT_EQ(shaped(8192, 8192, 2048).at("warp_specialize"), 1);
+  EXPECT_EQ(shaped(8192, 8192, 8192).at("persistent"), 0);
+  EXPECT_EQ(shaped(9728, 8192, 65536).at("persistent"), 0);
   // Other targets keep their defaults.
   EXPECT_EQ(ops::defaultMatmulConfig(Target::parse("cuda:sm_90"), 4096, 4096, 4096, "f16").at("persistent"), 0);
 }

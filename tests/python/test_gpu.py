@@ -416,6 +416,21 @@ def test_warp_specialized_kernels_compute_the_same(tmp_path, dtype, candidate):
     runtime.clear_cache()
 
 
+@pytest.mark.skipif(not hopper(), reason="the persistent kernel is sm_90a's")
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_default_kernel_walks_many_waves_of_short_tiles(tmp_path, dtype):
+    """A Linear's x @ W^T at 4096 x 16384 x 256: 2048 blocks of 128x256 (15-16 per
+    multiprocessor) with a short K loop, which the default runs on the persistent,
+    warp-specialized kernel, each program walking its tiles in GROUP_M order."""
+    x = torch.randn(4096, 256, device="cuda").to(dtype)
+    w = (torch.randn(16384, 256, device="cuda") / 16).to(dtype)
+    ptx = leaky_matmul_ptx(x, w.t(), tmp_path / "dump", "4096x16384x256")
+    assert "setmaxnreg.inc.sync.aligned.u32" in ptx
+    from torch_tile import runtime
+
+    runtime.clear_cache()
+
+
 STREAM_K_CANDIDATES = [
     {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 8, "num_stages": 4},
     {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 4, "num_stages": 3},
