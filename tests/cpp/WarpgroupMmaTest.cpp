@@ -295,6 +295,27 @@ TEST(WarpgroupMma, PersistentKernelsWalkTilesAndStageCBesideTheRing) {
   EXPECT_EQ(std::distance(std::sregex_iterator(ptx.begin(), ptx.end(), warpgroupBarrier), std::sregex_iterator()), 8);
 }
 
+TEST(WarpgroupMma, TheBiasIsReadWhileTheLastMmasRun) {
+  // A tile's bias depends on its columns alone: its reads go out before the wait for the
+  // K loop's last MMA group, so that their latency overlaps the MMAs instead of adding to
+  // every tile's drain. The wait stays before the accumulator's first use and before
+  // anything that writes or synchronizes.
+  auto config = specialized(alignedConfig("f16"), true);
+  config["unit_strides"] |= 1 << 6;
+  std::string ptx = asmOf(binaryOf("f16", config, "", false, "f16"));
+  size_t drain = ptx.find("wgmma.wait_group.sync.aligned 0;");
+  ASSERT_NE(drain, std::string::npos);
+  size_t firstRead = ptx.find("ld.global.b16");
+  ASSERT_NE(firstRead, std::string::npos);
+  EXPECT_LT(firstRead, drain);
+  // 64 columns per thread, read at fixed offsets (whole blocks) or predicated (N's edge).
+  EXPECT_EQ(occurrences(ptx.substr(0, drain), "ld.global.b16"), 2 * 64);
+  // The accumulator is read (the bias added) only after the wait.
+  size_t lastMma = ptx.rfind("wgmma.mma_async", drain);
+  EXPECT_EQ(occurrences(ptx.substr(lastMma, drain - lastMma), "add.rn.f32"), 0);
+  EXPECT_GT(occurrences(ptx.substr(drain), "add.rn.f32"), 0);
+}
+
 TEST(WarpgroupMma, PtxasAssembledPersistentKernelsStageEachTileDuringTheNext) {
   // Where ptxas assembles the kernel (the runtime's first call, when one is on PATH), each
   // tile's staging moves into the next tile: after the first K step's MMAs are issued,

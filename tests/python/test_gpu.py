@@ -419,15 +419,24 @@ def test_warp_specialized_kernels_compute_the_same(tmp_path, dtype, candidate):
 @pytest.mark.skipif(not hopper(), reason="the persistent kernel is sm_90a's")
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_default_kernel_walks_many_waves_of_short_tiles(tmp_path, dtype):
-    """A Linear's x @ W^T at 4096 x 16384 x 256: 2048 blocks of 128x256 (15-16 per
-    multiprocessor) with a short K loop, which the default runs on the persistent,
-    warp-specialized kernel, each program walking its tiles in GROUP_M order."""
+    """A Linear's x @ W^T + bias, then leaky_relu, at 4096 x 16384 x 256: 2048 blocks of
+    128x256 (15-16 per multiprocessor) with a short K loop, which the default runs on the
+    persistent, warp-specialized kernel, each program walking its tiles in GROUP_M order
+    and reading each tile's bias while its last MMAs run."""
+    from torch_tile import config, runtime
+
     x = torch.randn(4096, 256, device="cuda").to(dtype)
     w = (torch.randn(16384, 256, device="cuda") / 16).to(dtype)
-    ptx = leaky_matmul_ptx(x, w.t(), tmp_path / "dump", "4096x16384x256")
+    bias = torch.randn(16384, device="cuda").to(dtype)
+    with config.patch(dump_dir=tmp_path):
+        runtime.clear_cache()
+        poison_next_allocation((4096, 16384), dtype)
+        out = torch.ops.tile.matmul_leaky_relu(x, w.t(), 0.2, bias=bias)
+        torch.cuda.synchronize()
+    ref = F.leaky_relu(x.double() @ w.double().t() + bias.double(), 0.2)
+    assert element_error(out, ref) <= ELEMENT_BOUND[dtype]
+    ptx = "".join(p.read_text() for p in tmp_path.rglob("*.ptx"))
     assert "setmaxnreg.inc.sync.aligned.u32" in ptx
-    from torch_tile import runtime
-
     runtime.clear_cache()
 
 

@@ -14,6 +14,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include <string>
 
@@ -193,6 +194,32 @@ Value mlir::tile::gpu_lowering::warpgroupMultiply(OpBuilder &b, Location loc, co
   return result;
 }
 
+namespace {
+
+/// Whether `op`, which follows a K loop, may run before the wait for the loop's last MMA
+/// group: it reads none of the loop's results, and nothing but memory reads, such as the
+/// epilogue's bias and its addresses. Those loads then overlap the last MMAs rather than
+/// follow them: each tile of a persistent kernel had waited out their latency on top of
+/// the drain. Barriers, stores and the other side effects keep their place after the
+/// wait.
+bool runsBeforeTheDrain(Operation *op, scf::ForOp loop) {
+  if (op->hasTrait<OpTrait::IsTerminator>())
+    return false;
+  WalkResult readsResults = op->walk([&](Operation *nested) {
+    bool reads =
+        llvm::any_of(nested->getOperands(), [&](Value v) { return v.getDefiningOp() == loop; });
+    return reads ? WalkResult::interrupt() : WalkResult::advance();
+  });
+  if (readsResults.wasInterrupted())
+    return false;
+  std::optional<SmallVector<MemoryEffects::EffectInstance>> effects = getEffectsRecursively(op);
+  return effects && llvm::all_of(*effects, [](const MemoryEffects::EffectInstance &effect) {
+           return isa<MemoryEffects::Read>(effect.getEffect());
+         });
+}
+
+} // namespace
+
 void mlir::tile::gpu_lowering::waitAfterWarpgroupLoops(Operation *root) {
   SmallVector<Operation *> pending;
   root->walk([&](Operation *op) {
@@ -213,8 +240,10 @@ void mlir::tile::gpu_lowering::waitAfterWarpgroupLoops(Operation *root) {
       SmallVector<OpOperand *> uses;
       for (OpOperand &use : result.getUses())
         uses.push_back(&use);
-      OpBuilder b(loop->getContext());
-      b.setInsertionPointAfter(loop);
+      Operation *wait = loop->getNextNode();
+      while (runsBeforeTheDrain(wait, loop))
+        wait = wait->getNextNode();
+      OpBuilder b(wait);
       Value ready = waitForWarpgroups(b, loop.getLoc(), 0, result);
       for (OpOperand *use : uses)
         use->set(ready);
