@@ -73,6 +73,26 @@ std::map<std::string, int64_t> cpuConfig(const Target &target, int64_t m, int64_
     blockM = 8;
     blockN = 32;
   }
+  // 33 to 63 columns: one 64-wide block column takes them all, its masked edge path over
+  // every row. float32 and float16 (on the float32 kernel) from 33 to 48 columns run 8 x 16
+  // blocks, three columns of 16 (48 lanes where 32- and 64-wide blocks compute 64); bf16
+  // runs 8 x 32 from 33 to 63. 2 threads, znver5, interleaved in one process, 4 x 64
+  // against the new blocks: float32 65x33x2050 61 -> 47 us (MKL 70; 118-158 -> 46-52 in
+  // the processes where 4 x 64 ran slow), 1000x40x1000 271 -> 233, 2048x40x2048 1149 ->
+  // 1014, 512x33x512 75 -> 64; float16 1000x40x1000 304 -> 285, 512x48x512 92 -> 79;
+  // bf16 1000x40x1000 161 -> 135 (oneDNN 142), 512x48x512 55 -> 40 (45), 1000x60x1000
+  // 165 -> 143 (191). 8 x 16 lost where 32-wide blocks waste no more (1000x32x1000 128 ->
+  // 158 us) and float32's 8 x 32 gained 0-5% at 49-63 columns (kept 4 x 64); int8 keeps its
+  // blocks (see above).
+  if (avx512 && n > 32 && n < 64) {
+    if (inputDtype == "bf16") {
+      blockM = 8;
+      blockN = 32;
+    } else if (n <= 48 && inputDtype != "i8") {
+      blockM = 8;
+      blockN = 16;
+    }
+  }
   // Narrow N (a classifier's few outputs): 16 x 16 blocks where N is 16 columns or fewer
   // (one vector a row), int8's 8 x 32 up to 32. 2 threads, znver5, b transposed (x @ W^T),
   // against the blocks before: float32 1000x16x512 72.9 -> 43.0 us, 2000x10x300 92.9 ->

@@ -594,6 +594,27 @@ def test_narrow_results_take_narrow_blocks(op, pair, layout, shape, tmp_path):
             assert all(f"BLOCK_N={block_n}," in spec for spec in specs), specs
 
 
+@pytest.mark.parametrize("op, pair", [p for p in OP_PAIRS if p.values[1].inputs in
+                                      (torch.float32, torch.float16, torch.bfloat16)])
+@pytest.mark.parametrize("layout", ["nn", "tn"])
+@pytest.mark.parametrize("shape", [(65, 33, 520), (200, 48, 64), (97, 40, 300), (130, 60, 100)])
+def test_results_under_64_columns_take_narrower_blocks(op, pair, layout, shape, tmp_path):
+    # 33 to 63 columns fit one 64-wide block column, whose masked edge computes up to 31
+    # lanes past N in every row: float32 and float16 from 33 to 48 columns run blocks of
+    # 16 columns, bfloat16 up to 63 blocks of 32. Ragged in every dimension, a as given
+    # and transposed.
+    a, b = random_inputs(shape, pair.inputs)
+    if layout == "tn":
+        a = a.t().contiguous().t()
+    specs = checked_specs(op, a, b, pair, tmp_path)
+    assert specs
+    tiles = MATRIX_TILES[pair.inputs] in torch_tile.runtime.host_matrix_units()
+    n = shape[1]
+    if "avx512f" in cpu_flags() and not tiles:
+        block_n = 32 if pair.inputs == torch.bfloat16 else 16 if n <= 48 else 64
+        assert all(f"BLOCK_N={block_n}," in spec for spec in specs), specs
+
+
 # The host's matrix units (torch_tile.runtime.host_matrix_units()) that take each input
 # dtype on the tiles (float16 as bfloat16 terms).
 MATRIX_TILES = {torch.float32: None, torch.float16: "AMX-BF16", torch.bfloat16: "AMX-BF16",
