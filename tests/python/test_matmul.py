@@ -78,6 +78,17 @@ def random_inputs(shape, dtype):
     return random_matrix(m, k, dtype), random_matrix(k, n, dtype, 1 / math.sqrt(max(k, 1)))
 
 
+def laid_out_inputs(shape, dtype, layout):
+    """random_inputs with each operand whose letter in `layout` ("nn", "nt", "tn", "tt") is
+    "t" stored transposed (column-major), as a weight's W^T or an activation's x^T are."""
+    a, b = random_inputs(shape, dtype)
+    if layout[0] == "t":
+        a = a.t().contiguous().t()
+    if layout[1] == "t":
+        b = b.t().contiguous().t()
+    return a, b
+
+
 def reference(op, a, b, slope):
     if a.dtype == torch.int8:
         return a.long() @ b.long()
@@ -558,11 +569,7 @@ def test_one_column_products(op, pair, layout, m, k):
     # A matrix times a vector (N = 1) runs as its transpose, one row against a^T: c^T's
     # row is c's column in memory. The result is an M x 1 contiguous tensor as torch's,
     # in every layout of a and b.
-    a, b = random_inputs((m, 1, k), pair.inputs)
-    if layout[0] == "t":
-        a = a.t().contiguous().t()
-    if layout[1] == "t":
-        b = b.t().contiguous().t()
+    a, b = laid_out_inputs((m, 1, k), pair.inputs, layout)
     out = check(op, a, b, pair)
     assert out.shape == (m, 1) and out.is_contiguous() and out.stride() == (1, 1)
 
@@ -576,10 +583,7 @@ def test_narrow_results_take_narrow_blocks(op, pair, layout, shape, tmp_path):
     # columns on AVX-512 (16 rows, or the rows there are below 16: a few rows' blocks of 64
     # columns too had computed mostly lanes past N), int8's of up to 32 columns in 8 x 32
     # blocks. Ragged in every dimension, b as given and transposed.
-    a, b = random_inputs(shape, pair.inputs)
-    if layout == "nt":
-        b = b.t().contiguous().t()
-    specs = checked_specs(op, a, b, pair, tmp_path)
+    specs = checked_specs(op, *laid_out_inputs(shape, pair.inputs, layout), pair, tmp_path)
     assert specs
     tiles = pair.inputs == torch.int8 and "AMX-INT8" in torch_tile.runtime.host_matrix_units()
     m, n, k = shape
@@ -603,10 +607,7 @@ def test_results_under_64_columns_take_narrower_blocks(op, pair, layout, shape, 
     # lanes past N in every row: float32 and float16 from 33 to 48 columns run blocks of
     # 16 columns, bfloat16 up to 63 blocks of 32. Ragged in every dimension, a as given
     # and transposed.
-    a, b = random_inputs(shape, pair.inputs)
-    if layout == "tn":
-        a = a.t().contiguous().t()
-    specs = checked_specs(op, a, b, pair, tmp_path)
+    specs = checked_specs(op, *laid_out_inputs(shape, pair.inputs, layout), pair, tmp_path)
     assert specs
     tiles = MATRIX_TILES[pair.inputs] in torch_tile.runtime.host_matrix_units()
     n = shape[1]
