@@ -601,12 +601,13 @@ def test_narrow_results_take_narrow_blocks(op, pair, layout, shape, tmp_path):
 @pytest.mark.parametrize("op, pair", [p for p in OP_PAIRS if p.values[1].inputs in
                                       (torch.float32, torch.float16, torch.bfloat16)])
 @pytest.mark.parametrize("layout", ["nn", "tn"])
-@pytest.mark.parametrize("shape", [(65, 33, 520), (200, 48, 64), (97, 40, 300), (130, 60, 100)])
+@pytest.mark.parametrize("shape", [(65, 33, 520), (200, 48, 64), (97, 40, 300), (130, 60, 100),
+                                   (13, 40, 200)])
 def test_results_under_64_columns_take_narrower_blocks(op, pair, layout, shape, tmp_path):
     # 33 to 63 columns fit one 64-wide block column, whose masked edge computes up to 31
     # lanes past N in every row: float32 and float16 from 33 to 48 columns run blocks of
-    # 16 columns, bfloat16 up to 63 blocks of 32. Ragged in every dimension, a as given
-    # and transposed.
+    # 16 columns (a few rows too, from 4 a block), bfloat16 up to 63 blocks of 32. Ragged
+    # in every dimension, a as given and transposed.
     specs = checked_specs(op, *laid_out_inputs(shape, pair.inputs, layout), pair, tmp_path)
     assert specs
     tiles = MATRIX_TILES[pair.inputs] in torch_tile.runtime.host_matrix_units()
