@@ -1,7 +1,7 @@
 // The operand copies' transposes: every element lands at its transposed place, for each
 // element size, through whole tiles (64 rows by two cache lines), partial tiles and
-// squares, and the edges past the last square, between rows padded apart; both the CPU's
-// own way and the SSE2 baseline's.
+// squares, and the edges past the last square, between rows padded apart (to rows a
+// multiple of 2 KB apart too); both the CPU's own way and the SSE2 baseline's.
 #include "runtime/Transpose.h"
 
 #include <gtest/gtest.h>
@@ -48,7 +48,11 @@ TEST(Transpose, EveryElementLandsAtItsTransposedPlace) {
         {int64_t(130), int64_t(150), int64_t(3), int64_t(5)},
         {int64_t(7), int64_t(300), int64_t(1), int64_t(0)},
         {int64_t(300), int64_t(7), int64_t(0), int64_t(9)},
-        {int64_t(256), int64_t(256), int64_t(0), int64_t(16)}}) {
+        {int64_t(256), int64_t(256), int64_t(0), int64_t(16)},
+        // Destination rows a multiple of 2 KB apart (from 2-byte elements on): the edge
+        // tiles go through the tile's buffer.
+        {int64_t(1000), int64_t(48), int64_t(0), int64_t(24)},
+        {int64_t(1001), int64_t(37), int64_t(2), int64_t(23)}}) {
     // The CPU's own way, and the baseline's (bytes take AVX-512 where the CPU has it).
     for (Transpose transpose : {transposeMatrix, transposeMatrixPortably}) {
       expectTransposed<uint8_t>(transpose, rows, cols, fromPad, toPad);
