@@ -602,7 +602,23 @@ bool tile::binding::multipliesTransposedProduct(const Target &target, const at::
   // swapped call's 96 columns fill two thirds of its second 64-column block).
   int64_t fewestRows = int8 ? 128 : rowDotRows(target, name) + 1;
   constexpr int64_t kMostRows = 256;
-  return rowDotRows(target, name) > 0 && m >= fewestRows && m <= kMostRows;
+  if (rowDotRows(target, name) <= 0 || m < fewestRows || m > kMostRows)
+    return false;
+  // Later, with b's panels each task's own and their source rows asked for ahead, the swap
+  // paid only where it saves a copy of b several times the copy of a and the transpose
+  // back of c that it adds, and where a's rows fill the swapped call's blocks of columns
+  // (znver5, 2 threads, b transposed, swapped against not in one process): float32
+  // 96x4096x4096 9.6 against 15.1 ms, 256x4096x4096 23.7 against 26.4, 200x11008x4096 50.7
+  // against 58.0 (224 columns computed for 200), bf16 256x4096x4096 9.8 against 10.5, int8
+  // 192x4096x4096 3.76 against 3.86; but int8 130x4096x4096 3.81 against 2.92 ms (192
+  // columns computed for 130), bf16 130x4096x4096 6.6 against 5.9, float32 130x1024x1024 756
+  // against 650 us, 256x300x100 55 against 44, 130x500x3 18.0 against 8.1.
+  constexpr int64_t kCopyOfBOverWhatTheSwapAdds = 4, kWastedColumnsPercent = 15;
+  if (k * n < kCopyOfBOverWhatTheSwapAdds * m * (k + n))
+    return false;
+  int64_t swappedBlockN = ops::defaultMatmulConfig(target, n, m, k, name).at("BLOCK_N");
+  int64_t swappedColumns = (m + swappedBlockN - 1) / swappedBlockN * swappedBlockN;
+  return (swappedColumns - m) * 100 <= kWastedColumnsPercent * m;
 }
 
 bool tile::binding::takesDotsAlongK(const Target &target, const at::Tensor &a,

@@ -674,14 +674,17 @@ def test_few_rows_against_a_transposed_b_take_dots_along_k(op, pair, m, n, k, tm
 @pytest.mark.parametrize("op, pair", [p for p in OP_PAIRS if p.values[1].inputs in (torch.float32, torch.bfloat16, torch.int8)])
 @pytest.mark.parametrize("m, n, k", [(8, 256, 64), (9, 300, 999), (16, 1000, 130), (31, 257, 4100),
                                      (33, 512, 70), (64, 300, 1030), (100, 256, 520),
-                                     (130, 300, 130), (200, 300, 130), (256, 260, 33)])
+                                     (130, 300, 130), (200, 300, 130), (256, 260, 33),
+                                     (96, 1024, 1024), (192, 2048, 2048)])
 def test_rows_against_a_transposed_b_as_the_transposed_product(op, pair, m, n, k, tmp_path):
     # Rows of a against a transposed b of 256 columns or more (x @ W^T for a batch of
     # tokens through a Linear's weight) run as c^T = b^T a^T: b^T's rows are the kernel's
     # a, read in place, a's rows the b copied into panels, and c is written from c^T. On
     # the matrix tiles (AMX) from 8 rows to 192 (int8: 9 to 256); on the vector kernel
-    # past the rows that take dots along k, to 256 (int8 from 128). Elsewhere dots along k
-    # or b's panels. The result matches torch at ragged M, N and K either way.
+    # past the rows that take dots along k, to 256 (int8 from 128), where b's copy is four
+    # times a's and c's or more and a's rows fill the swapped call's blocks (96 and 192
+    # rows here). Elsewhere dots along k or b's panels. The result matches torch at ragged
+    # M, N and K either way.
     specs = transposed_b_specs(op, pair, m, n, k, tmp_path)
     fewest_rows, most_rows = (9, 256) if pair.inputs == torch.int8 else (8, 192)
     # An int8 k under one tile step (64) stays on the vector kernel.
