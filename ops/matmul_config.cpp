@@ -363,15 +363,17 @@ std::map<std::string, int64_t> defaultMatmulConfig(const Target &target, int64_t
       constexpr int64_t kAccumulatorLanes = 32 * 16;
       config["BLOCK_M"] = blockM;
       config["BLOCK_N"] = std::min<int64_t>(64, kAccumulatorLanes / blockM);
-      // 33 to 48 float32 columns in three blocks of 16 rather than one of 64, as cpuConfig
-      // takes them, where blocks have 4 rows or more: 2 threads, znver5, against 64 columns
-      // forced in one process: 13x48x512 7.3 -> 5.0 us (MKL 7.9), 48x48x130 6.3 -> 4.4
-      // (9.0), 8x40x4096 27.4 -> 13.8 (24.4), 32x48x2048 28.1 -> 19.0 (40.9), 4x40x4096
-      // 19.8 -> 11.8 (24.9). One or two rows keep one pass over b's rows (1x48x4096 6.3
-      // against 13.8 us in blocks of 16, 2x36x2048 4.5 against 7.4).
-      constexpr int64_t kRowsForNarrowerBlocks = 4;
-      if (inputDtype == "f32" && n > 32 && n <= 48 && blockM >= kRowsForNarrowerBlocks)
-        config["BLOCK_N"] = 16;
+      // float32 results of 17 to 48 columns in blocks of 16 (32 columns: of 32) rather than
+      // one of 64, as cpuConfig takes them, where blocks have 4 rows or more: 2 threads,
+      // znver5, against 64 columns forced in one process: 8x20x4096 25.9 -> 7.9 us (MKL
+      // 15.1), 40x17x512 10.4 -> 5.8 (9.5), 48x32x2048 38.4 -> 15.0 (36.8, 18.4 in blocks
+      // of 16), 13x48x512 7.3 -> 5.0 (7.9), 8x40x4096 27.4 -> 13.8 (24.4), 32x48x2048
+      // 28.1 -> 19.0 (40.9), 4x40x4096 19.8 -> 11.8 (24.9). One or two rows keep one pass
+      // over b's rows (1x48x4096 6.3 against 13.8 us in blocks of 16, 2x36x2048 4.5
+      // against 7.4).
+      constexpr int64_t kRowsForNarrowerBlocks = 4, kNarrowerUpTo = 48, kWholeHalfBlock = 32;
+      if (inputDtype == "f32" && n <= kNarrowerUpTo && blockM >= kRowsForNarrowerBlocks)
+        config["BLOCK_N"] = n == kWholeHalfBlock ? kWholeHalfBlock : 16;
       config["GROUP_M"] = std::max<int64_t>(1, 1024 / blockM);
     }
     // GPU-only knobs at their GPU defaults, ignored here but part of the key.

@@ -617,6 +617,19 @@ def test_results_under_64_columns_take_narrower_blocks(op, pair, layout, shape, 
         assert all(f"BLOCK_N={block_n}," in spec for spec in specs), specs
 
 
+@pytest.mark.parametrize("op, pair", [p for p in OP_PAIRS if p.values[1].inputs == torch.float32])
+@pytest.mark.parametrize("shape, block_n", [((13, 20, 300), 16), ((40, 32, 200), 32), ((8, 45, 1030), 16),
+                                            ((2, 20, 300), 64)])
+def test_few_rows_of_narrow_results_take_narrower_blocks(op, pair, shape, block_n, tmp_path):
+    # A few rows of a (b read in place) against 17 to 48 float32 columns run blocks of 16
+    # columns (of 32 at 32 columns) from 4 rows a block; one or two rows keep blocks of 64,
+    # one pass over b's rows. Ragged in every dimension.
+    specs = checked_specs(op, *random_inputs(shape, pair.inputs), pair, tmp_path)
+    assert specs
+    if "avx512f" in cpu_flags() and torch_tile.runtime.host_target().startswith("cpu:znver"):
+        assert all(f"BLOCK_N={block_n}," in spec and "packed_b" not in spec for spec in specs), specs
+
+
 # The host's matrix units (torch_tile.runtime.host_matrix_units()) that take each input
 # dtype on the tiles (float16 as bfloat16 terms).
 MATRIX_TILES = {torch.float32: None, torch.float16: "AMX-BF16", torch.bfloat16: "AMX-BF16",
