@@ -6,12 +6,13 @@ argument parser, as torch.matmul is called), so that small CPU sizes compare the
 and the dispatch alike, not Python's op-packet layer.
 
     .venv/bin/python benchmarks/bench_matmul.py [--device cuda|cpu] [--dtype DTYPE]
-        [--max-size N] [--shape M N K ...] [--layout nn|nt|tn|tt] [--quick] [--autotune]
+        [--max-size N] [--shape M N K ...] [--layout nn|nt|tn|tt] [--bias] [--quick]
+        [--autotune]
         CUDA only: [--samples S] [--batch-ms MS] [--warm-seconds S] [--skip-largest]
                    [--no-triton] [--triton-mma-sync] [--include-launch-overhead]
 
 Shapes are (M, N, K): a is M x K, b is K x N. Runs on CUDA when torch sees a GPU, else on
-the CPU. Prints a table, writes results/bench_matmul_<device>_<dtype>[_<layout>][_autotuned]
+the CPU. Prints a table, writes results/bench_matmul_<device>_<dtype>[_<layout>][_bias][_autotuned]
 [_quick][_<tag>].json and .png (the layout where it is not nn; --tag names the machine). FLOPs per call: 2*M*N*K (leaky_relu's M*N are not counted). The unfused
 baseline applies leaky_relu in place, torch's cheapest way without fusion. --dtype int8
 (CPU only): int8 -> int32 against torch._int_mm and against torch's float32 matmul of the
@@ -47,6 +48,9 @@ epilogue and tile.matmul_leaky_relu. Per shape:
 --triton-mma-sync restricts Triton to the pre-Hopper warp-level MMA (mma.sync, as Triton's
 DISABLE_MMA_V3=1 does) instead of Hopper's warpgroup MMA: the peer of the same instruction
 class as tile.matmul's NVIDIA kernel; written to its own file (_triton_mma_sync).
+--bias adds a Linear's bias (length N, the input dtype) in tile's epilogue, against
+torch.addmm (and addmm + leaky_relu_): with --layout nt, a Linear's x @ W^T + b. Triton's
+tutorial kernel takes no bias and is left out; written to its own file (_bias).
 --quick: a smoke run (CUDA: 256^3 ... 1024^3, 5 samples; CPU: up to 256, short budget).
 --autotune sets torch_tile.config.autotune (as TILE_AUTOTUNE=1 does): tile autotunes on the
 first call of each shape, before the parity check and the timing.
@@ -111,6 +115,8 @@ def parse_args():
                         help="smoke run: small shapes only, few samples (CPU: short budget)")
     parser.add_argument("--autotune", action="store_true",
                         help="torch_tile.config.autotune = True (as TILE_AUTOTUNE=1)")
+    parser.add_argument("--bias", action="store_true",
+                        help="a bias of length N in the epilogue, against torch.addmm")
     parser.add_argument("--layout", choices=LAYOUTS, default="nn",
                         help="how a and b are stored: n as themselves (row-major), t as the "
                              "transpose of a row-major matrix (b as a Linear's weight, a as "
@@ -143,6 +149,8 @@ def parse_args():
         args.samples = 5 if args.quick else 30
     if args.batch_ms is None:
         args.batch_ms = 0.2 if args.quick else 1.0
+    if args.bias and args.dtype == "int8":
+        parser.error("--bias: the int8 rows compare against torch._int_mm, which adds no bias")
     return args
 
 
@@ -214,6 +222,23 @@ def operands(shape, dtype, device, layout):
     return a, b
 
 
+def linear_bias(n, dtype, device):
+    """A Linear's bias for --bias: N values in the input dtype, of the outputs' scale."""
+    return torch.randn(n, device=device).to(dtype)
+
+
+def variants_of(a, b, bias, slope):
+    """{op: (tile's call, torch's)}: the plain matmul and the fused leaky_relu, with the
+    bias where there is one (torch.addmm, as a Linear calls it)."""
+    if bias is None:
+        return {"matmul": (lambda: torch_tile.matmul(a, b), lambda: torch.matmul(a, b)),
+                "matmul_leaky_relu": (lambda: torch_tile.matmul_leaky_relu(a, b, slope),
+                                      lambda: F.leaky_relu(torch.matmul(a, b), slope, inplace=True))}
+    return {"matmul": (lambda: torch_tile.matmul(a, b, bias=bias), lambda: torch.addmm(bias, a, b)),
+            "matmul_leaky_relu": (lambda: torch_tile.matmul_leaky_relu(a, b, slope, bias=bias),
+                                  lambda: F.leaky_relu(torch.addmm(bias, a, b), slope, inplace=True))}
+
+
 def measure(shape, dtype, device, args):
     """Rows for one shape: the plain matmul against torch, then the fused leaky_relu."""
     m, n, k = shape
@@ -223,11 +248,8 @@ def measure(shape, dtype, device, args):
     if dtype == torch.int8:
         variants = int8_variants(a, b)
     else:
-        variants = [
-            ("matmul", lambda: torch_tile.matmul(a, b), lambda: torch.matmul(a, b)),
-            ("matmul_leaky_relu", lambda: torch_tile.matmul_leaky_relu(a, b, slope),
-             lambda: F.leaky_relu(torch.matmul(a, b), slope, inplace=True)),
-        ]
+        bias = linear_bias(n, dtype, device) if args.bias else None
+        variants = [(op, *fns) for op, fns in variants_of(a, b, bias, slope).items()]
     rows = []
     for op, tile_fn, torch_fn in variants:
         torch_tile.runtime.clear_cache()
@@ -258,6 +280,8 @@ def measure(shape, dtype, device, args):
 ROLES = ("torch", "triton", "tile")
 BASELINE_NAME = {"matmul": "cuBLAS (torch.matmul)",
                  "matmul_leaky_relu": "torch.matmul + leaky_relu_"}
+BIAS_BASELINE_NAME = {"matmul": "cuBLAS (torch.addmm)",
+                      "matmul_leaky_relu": "torch.addmm + leaky_relu_"}
 
 
 def load_triton(args, device):
@@ -266,6 +290,8 @@ def load_triton(args, device):
         return None, "not a CUDA run"
     if args.no_triton:
         return None, "--no-triton"
+    if args.bias:
+        return None, "--bias (the tutorial kernel adds no bias)"
     if args.triton_mma_sync:
         # Read by Triton when it compiles (and part of its cache key).
         os.environ["DISABLE_MMA_V3"] = "1"
@@ -324,13 +350,9 @@ def measure_cuda(shape, dtype, device, args, triton_module):
     a, b = operands(shape, dtype, device, args.layout)
     slope = args.negative_slope
     flops = 2 * m * n * k
-    candidates = {
-        "matmul": {"torch": lambda: torch.matmul(a, b),
-                   "tile": lambda: torch_tile.matmul(a, b)},
-        "matmul_leaky_relu": {
-            "torch": lambda: F.leaky_relu(torch.matmul(a, b), slope, inplace=True),
-            "tile": lambda: torch_tile.matmul_leaky_relu(a, b, slope)},
-    }
+    bias = linear_bias(n, dtype, device) if args.bias else None
+    candidates = {op: {"torch": torch_fn, "tile": tile_fn}
+                  for op, (tile_fn, torch_fn) in variants_of(a, b, bias, slope).items()}
     if triton_module is not None:
         candidates["matmul"]["triton"] = lambda: triton_module.matmul(a, b)
         candidates["matmul_leaky_relu"]["triton"] = (
@@ -360,6 +382,8 @@ def measure_cuda(shape, dtype, device, args, triton_module):
 
     # Parity, once per shape and candidate, against a float32 torch reference.
     ref = torch.matmul(a.float(), b.float())
+    if bias is not None:
+        ref += bias.float()
     for op, fns in candidates.items():
         op_ref = F.leaky_relu(ref, slope) if op == "matmul_leaky_relu" else ref
         scale = max(op_ref.abs().max().item(), 1e-30)
@@ -389,7 +413,7 @@ def measure_cuda(shape, dtype, device, args, triton_module):
             return s[y] / s[x] if x in s and y in s else None
 
         row = {"op": op, "m": m, "n": n, "k": k, "dtype": str(dtype).removeprefix("torch."),
-               "baseline": BASELINE_NAME[op],
+               "baseline": (BIAS_BASELINE_NAME if args.bias else BASELINE_NAME)[op],
                "tile_tflops": tflops["tile"], "torch_tflops": tflops["torch"],
                "triton_tflops": tflops["triton"],
                # Ratios of TFLOP/s (= inverse ratios of times): above 1, tile is faster.
@@ -464,7 +488,9 @@ def main_cuda(args, device, dtype):
     print(f"{args.samples} interleaved samples, batches of >= {args.batch_ms:g} ms, "
           f"{L2_FLUSH_BYTES >> 20} MiB L2 flush before each batch, launch "
           f"{'overhead included' if args.include_launch_overhead else 'hidden'}; medians")
-    print("base: cuBLAS for matmul, torch.matmul + leaky_relu_ for matmul_leaky_relu; "
+    bases = BIAS_BASELINE_NAME if args.bias else BASELINE_NAME
+    print(f"base: {bases['matmul']} for matmul, {bases['matmul_leaky_relu']} for "
+          f"matmul_leaky_relu{' (a bias of length N in every op)' if args.bias else ''}; "
           "ratios of TFLOP/s, above 1: tile faster; fused/mm: tile_fused / tile_matmul")
     print(f"{'M x N x K':<17} {'op':<18} {'base TF/s':>10} {'Triton TF/s':>11} "
           f"{'tile TF/s':>10} {'tile/base':>10} {'tile/Triton':>11} {'fused/mm':>9} "
@@ -514,7 +540,7 @@ def main_cuda(args, device, dtype):
                           for s in labels]
                 if all(v is None for v in values):
                     continue
-                label = {"tile": f"tile {op}", "torch": BASELINE_NAME[op],
+                label = {"tile": f"tile {op}", "torch": bases[op],
                          "triton": f"Triton {op}"}[role]
                 axis.plot(positions, [v if v is not None else float("nan") for v in values],
                           f"{marker}{styles[role]}", label=label)
@@ -586,8 +612,10 @@ def main_cpu(args, device, dtype):
 
     def plot(axis):
         positions = range(len(labels))
-        baselines = {"matmul": "torch._int_mm" if args.dtype == "int8" else "torch.matmul",
-                     "matmul_leaky_relu": "torch.matmul + leaky_relu",
+        baselines = {"matmul": "torch._int_mm" if args.dtype == "int8" else
+                     "torch.addmm" if args.bias else "torch.matmul",
+                     "matmul_leaky_relu": ("torch.addmm" if args.bias else "torch.matmul")
+                     + " + leaky_relu",
                      "matmul_vs_float32": "torch.matmul (float32)"}
         for op, marker in (("matmul", "o"), ("matmul_leaky_relu", "s"), ("matmul_vs_float32", "^")):
             by_shape = {(r["m"], r["n"], r["k"]): r for r in rows if r["op"] == op}
@@ -626,8 +654,9 @@ def main():
     quick = "_quick" if args.quick else ""
     mma_sync = "_triton_mma_sync" if device.type == "cuda" and args.triton_mma_sync else ""
     layout = "" if args.layout == "nn" else f"_{args.layout}"
+    bias = "_bias" if args.bias else ""
     tag = f"_{args.tag}" if args.tag else ""
-    name = f"bench_matmul_{device.type}_{args.dtype}{layout}{tuned}{quick}{mma_sync}{tag}"
+    name = f"bench_matmul_{device.type}_{args.dtype}{layout}{bias}{tuned}{quick}{mma_sync}{tag}"
     json_path = write_results(name, device, rows, plot)
     # What common.write_results does not record: the settings that shaped the rows.
     record = json.loads(json_path.read_text())
@@ -635,7 +664,7 @@ def main():
                   autotune=torch_tile.config.autotune,
                   autotune_stats=torch_tile.runtime.autotune_stats(),
                   negative_slope=args.negative_slope, skipped_shapes=skipped, quick=args.quick,
-                  layout=args.layout,
+                  layout=args.layout, bias=args.bias,
                   triton_mma_sync_only=bool(args.triton_mma_sync),
                   **extra, **environment(device))
     json_path.write_text(json.dumps(record, indent=2) + "\n")
