@@ -139,6 +139,15 @@ constexpr int64_t kLine = 64, kTileRows = 64;
     to[i] = from[i];
 }
 
+/// The first `cols` rows of a tile's buffer (`stagedPitch` apart), `rowBytes` each, out
+/// to the destination's rows.
+[[gnu::always_inline]] inline void writeStagedRows(char *to, int64_t toStride, const char *staged,
+                                                   int64_t stagedPitch, int64_t cols,
+                                                   int64_t rowBytes) {
+  for (int64_t c = 0; c < cols; ++c)
+    copyShort(to + c * toStride, staged + c * stagedPitch, rowBytes);
+}
+
 /// The tiles at a matrix's edges (fewer rows or columns than a whole tile) on SSE2: their
 /// squares straight to the destination and the elements past them one by one, except
 /// where the destination's rows lie a multiple of 2 KB apart. There a tile's rows share
@@ -157,8 +166,7 @@ struct EdgeTilesOnBaseline {
     if (toStride % kSetAliasingPitch != 0)
       return transposeDirect<Bytes>(from, fromStride, rows, cols, to, toStride);
     transposeDirect<Bytes>(from, fromStride, rows, cols, staged, kStagedPitch);
-    for (int64_t c = 0; c < cols; ++c)
-      copyShort(to + c * toStride, staged + c * kStagedPitch, rows * Bytes);
+    writeStagedRows(to, toStride, staged, kStagedPitch, cols, rows * Bytes);
   }
 };
 
@@ -232,8 +240,7 @@ struct EdgeTilesMasked {
         transposeSquare<Bytes>(loadRow, staged + c * kStagedPitch + r * Bytes, kStagedPitch,
                                std::make_index_sequence<kSquare>{});
       }
-    for (int64_t c = 0; c < cols; ++c)
-      copyShort(to + c * toStride, staged + c * kStagedPitch, rows * Bytes);
+    writeStagedRows(to, toStride, staged, kStagedPitch, cols, rows * Bytes);
   }
 };
 

@@ -66,8 +66,12 @@ GPU_MARGIN = 0.02
 
 
 def margin(device_type: str) -> float:
-    """How far ahead of aten's GEMM tile's must time to be chosen on `device_type`."""
-    return CPU_MARGIN if device_type == "cpu" else GPU_MARGIN
+    """How far ahead of aten's GEMM tile's must time to be chosen on `device_type` (a
+    device type this was not measured on, or a verdict's record without one, takes the
+    larger)."""
+    return GPU_MARGIN if device_type == "cuda" else CPU_MARGIN
+
+
 # Seconds of timed repetitions per verdict, tile's and aten's together (a GEMM longer than
 # that still gets MIN_REPETITIONS calls of each). Beside it each verdict costs a warm-up
 # and a calibrating call of each; tile's warm-up compiles its kernel, as the graph would

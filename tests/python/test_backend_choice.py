@@ -397,6 +397,7 @@ def test_a_gpu_verdict_takes_a_smaller_lead_than_a_cpu_one():
     # timing's spread.
     assert backend_choice.margin("cpu") == 0.05
     assert backend_choice.margin("cuda") == 0.02
+    assert backend_choice.margin(None) == 0.05  # a record without a device type
     for tile_ms, cpu, gpu in ((0.99, "aten", "aten"), (0.97, "aten", "tile"), (0.94, "tile", "tile")):
         assert backend_choice._choice(tile_ms, 1.0, "cpu") == cpu
         assert backend_choice._choice(tile_ms, 1.0, "cuda") == gpu

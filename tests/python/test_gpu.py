@@ -311,17 +311,18 @@ def hopper():
             and torch.cuda.get_device_capability() == (9, 0))
 
 
-def leaky_matmul_ptx(a, b, folder, name, **settings):
-    """matmul_leaky_relu(a, b, 0.2) under `settings` (torch_tile.config) from a cold kernel
-    cache, checked element by element against float64 torch; the PTX it compiled."""
+def leaky_matmul_ptx(a, b, folder, name, bias=None, **settings):
+    """matmul_leaky_relu(a, b, 0.2, bias=bias) under `settings` (torch_tile.config) from a
+    cold kernel cache, checked element by element against float64 torch; the PTX it
+    compiled."""
     from torch_tile import config, runtime
 
     with config.patch(dump_dir=folder, **settings):
         runtime.clear_cache()
         poison_next_allocation((a.shape[0], b.shape[1]), a.dtype)
-        out = torch.ops.tile.matmul_leaky_relu(a, b, 0.2)
+        out = torch.ops.tile.matmul_leaky_relu(a, b, 0.2, bias=bias)
         torch.cuda.synchronize()
-    ref = F.leaky_relu(a.double() @ b.double(), 0.2)
+    ref = F.leaky_relu(a.double() @ b.double() + (0 if bias is None else bias.double()), 0.2)
     assert element_error(out, ref) <= ELEMENT_BOUND[a.dtype], name
     ptx = "".join(p.read_text() for p in folder.rglob("*.ptx"))
     assert ptx, f"{name}: no PTX dumped under {folder}"
@@ -423,19 +424,12 @@ def test_default_kernel_walks_many_waves_of_short_tiles(tmp_path, dtype):
     128x256 (15-16 per multiprocessor) with a short K loop, which the default runs on the
     persistent, warp-specialized kernel, each program walking its tiles in GROUP_M order
     and reading each tile's bias while its last MMAs run."""
-    from torch_tile import config, runtime
+    from torch_tile import runtime
 
     x = torch.randn(4096, 256, device="cuda").to(dtype)
     w = (torch.randn(16384, 256, device="cuda") / 16).to(dtype)
     bias = torch.randn(16384, device="cuda").to(dtype)
-    with config.patch(dump_dir=tmp_path):
-        runtime.clear_cache()
-        poison_next_allocation((4096, 16384), dtype)
-        out = torch.ops.tile.matmul_leaky_relu(x, w.t(), 0.2, bias=bias)
-        torch.cuda.synchronize()
-    ref = F.leaky_relu(x.double() @ w.double().t() + bias.double(), 0.2)
-    assert element_error(out, ref) <= ELEMENT_BOUND[dtype]
-    ptx = "".join(p.read_text() for p in tmp_path.rglob("*.ptx"))
+    ptx = leaky_matmul_ptx(x, w.t(), tmp_path / "dump", "4096x16384x256", bias=bias)
     assert "setmaxnreg.inc.sync.aligned.u32" in ptx
     runtime.clear_cache()
 
