@@ -452,11 +452,14 @@ OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) 
   // Tensors the caller guarantees to be 16-byte aligned, in their data and their strides
   // (bit i of `divisibility_16` for a, b, c), and sizes it guarantees to be multiples of
   // 16 (bits 3, 4, 5 for M, N, K) have their arguments marked with the divisors the GPU
-  // lowering proves its 16-byte accesses aligned, and whole at the edges, with.
+  // lowering proves its 16-byte accesses aligned, and whole at the edges, with. Bit 6:
+  // the bias's data is 16-byte aligned (its reads then take a lane's columns in runs).
   int64_t divisibility16 = spec.config.count("divisibility_16") ? spec.knob("divisibility_16") : 0;
   for (unsigned size = 0; size < 3; ++size)
     if ((divisibility16 >> (3 + size)) & 1)
       func.setArgAttr(3 + size, mlir::tile::kDivisibilityAttrName, b.getI64IntegerAttr(16));
+  if (hasBias && ((divisibility16 >> 6) & 1))
+    func.setArgAttr(biasArg, mlir::tile::kDivisibilityAttrName, b.getI64IntegerAttr(16));
   for (auto [tensor, pointerArg, firstStride, element] :
        {std::tuple{0, 0u, 6u, input}, {1, 1u, 8u, input}, {2, 2u, 10u, output}}) {
     if (!((divisibility16 >> tensor) & 1))

@@ -85,5 +85,8 @@ Binary runtime::compileWithStages(const ops::KernelSpec &spec, const Target &tar
   CompileOptions options = ops::compileOptionsFor(spec);
   options.keepStages = true;
   options.reportFromPtxas = true;
+  // As compileAndLoad does: with ptxas at hand the kernel is the one a call would run
+  // (ptxas's registers let the MMA warps defer their epilogue), not another variant.
+  options.assembleWithPtxas = target.kind == TargetKind::Cuda;
   return compile(*module, target, options);
 }

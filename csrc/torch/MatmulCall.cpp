@@ -388,7 +388,11 @@ void tile::binding::prepareMatmul(MatmulCall &call, const char *op, const at::Te
     signature[kUnitStrides] =
         runtime::unitStrideBits({&aOperand, &bOperand, &cOperand}) | unitBiasStride;
     int64_t sizes = (m % 16 == 0 ? 1 : 0) | (n % 16 == 0 ? 2 : 0) | (k % 16 == 0 ? 4 : 0);
-    signature[kDivisibility] = runtime::divisibility16Bits({&aOperand, &bOperand, &cOperand}) | sizes << 3;
+    // Bit 6: the bias's data 16-byte aligned, as fresh allocations are.
+    int64_t alignedBias =
+        bias && reinterpret_cast<uintptr_t>(bias->const_data_ptr()) % 16 == 0 ? 1 << 6 : 0;
+    signature[kDivisibility] =
+        runtime::divisibility16Bits({&aOperand, &bOperand, &cOperand}) | sizes << 3 | alignedBias;
   }
   // float32 on NVIDIA follows torch's float32 matmul precision, as torch.matmul does:
   // 'highest' keeps exact FMAs, 'high' and 'medium' let cuBLAS (and so tile) use TF32.

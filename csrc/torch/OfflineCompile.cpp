@@ -61,8 +61,9 @@ defaultConfig(std::string op, std::string target, std::string dtype) {
     // a along K, b along N and c along N (bits 1, 3 and 5) are compile-time constants.
     config.emplace("unit_strides", 0b101010);
     // ... with 16-byte aligned data and strides, as fresh allocations of whole rows of
-    // 16 bytes are, and M, N, K multiples of 16 like the representative problem.
-    config.emplace("divisibility_16", 0b111111);
+    // 16 bytes are, M, N, K multiples of 16 like the representative problem, and an
+    // aligned bias where there is one (bit 6).
+    config.emplace("divisibility_16", 0b1111111);
   } else if (op == "vector_add") {
     config = tile::ops::defaultVectorAddConfig(parsed, 1 << 20);
   } else {

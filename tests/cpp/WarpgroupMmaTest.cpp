@@ -316,6 +316,21 @@ TEST(WarpgroupMma, TheBiasIsReadWhileTheLastMmasRun) {
   EXPECT_GT(occurrences(ptx.substr(drain), "add.rn.f32"), 0);
 }
 
+TEST(WarpgroupMma, AnAlignedContiguousBiasIsReadInPairs) {
+  // A lane's two columns of each 8-column tile are adjacent: from a bias the binding
+  // promises 16-byte aligned (bit 6 of divisibility_16), whole blocks read each pair as
+  // one 32-bit load (32 a thread for a 64 x 256 band); blocks at N's edge read each
+  // column on its own, predicated on it.
+  auto config = specialized(alignedConfig("f16"), true);
+  config["unit_strides"] |= 1 << 6;
+  config["divisibility_16"] |= 1 << 6;
+  std::string ptx = asmOf(binaryOf("f16", config, "", false, "f16"));
+  size_t drain = ptx.find("wgmma.wait_group.sync.aligned 0;");
+  ASSERT_NE(drain, std::string::npos);
+  EXPECT_EQ(occurrences(ptx.substr(0, drain), "ld.global.b32"), 32);
+  EXPECT_EQ(occurrences(ptx.substr(0, drain), "ld.global.b16"), 64);
+}
+
 TEST(WarpgroupMma, PtxasAssembledPersistentKernelsStageEachTileDuringTheNext) {
   // Where ptxas assembles the kernel (the runtime's first call, when one is on PATH), each
   // tile's staging moves into the next tile: after the first K step's MMAs are issued,
