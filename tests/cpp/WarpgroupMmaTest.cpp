@@ -333,9 +333,9 @@ TEST(WarpgroupMma, AnAlignedContiguousBiasIsReadInPairs) {
 
 TEST(WarpgroupMma, PtxasAssembledPersistentKernelsStageEachTileDuringTheNext) {
   // Where ptxas assembles the kernel (the runtime's first call, when one is on PATH), each
-  // tile's staging moves into the next tile: after the first K step's MMAs are issued,
-  // the warpgroups stage half of the previous tile's boxes, after the second step's the
-  // other half, and the last tile's after the walk; the kernel holds both copies. ptxas
+  // tile's staging moves into the next tile: after each of its first four K steps' MMAs
+  // are issued, the warpgroups stage one of the previous tile's four boxes, and the last
+  // tile's after the walk; the kernel holds both copies. ptxas
   // keeps the 64 registers of carried results without spilling. Without ptxas the
   // staging stays at the end of each tile (the driver's compiler spills them).
   if (!ptxasOnPath())
@@ -354,14 +354,15 @@ TEST(WarpgroupMma, PtxasAssembledPersistentKernelsStageEachTileDuringTheNext) {
       EXPECT_EQ(occurrences(ptx, "stmatrix.sync.aligned.m8n8.x4.shared.b16"), 2 * 4 * 4) << where;
       EXPECT_EQ(occurrences(ptx, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"), 2 * 4) << where;
       EXPECT_EQ(occurrences(ptx, "cp.async.bulk.wait_group.read 0;"), 1) << where;
-      // In the walk: MMAs, two boxes, MMAs, two boxes, then the rest of the K loop.
+      // In the walk: MMAs and a box, four times, then the rest of the K loop.
       size_t firstMma = ptx.find("wgmma.mma_async");
       size_t firstBox = ptx.find("stmatrix.sync");
       size_t secondMma = ptx.find("wgmma.mma_async", ptx.find("wgmma.commit_group", firstMma));
       ASSERT_NE(firstBox, std::string::npos) << where;
       EXPECT_LT(firstMma, firstBox) << where;
       EXPECT_LT(firstBox, secondMma) << where;
-      EXPECT_EQ(occurrences(ptx.substr(firstBox, secondMma - firstBox), "stmatrix.sync"), 2 * 4) << where;
+      EXPECT_EQ(occurrences(ptx.substr(firstBox, secondMma - firstBox), "stmatrix.sync"), 4)
+          << where;
       Binary plain = binaryOf(dtype, config);
       EXPECT_TRUE(plain.cubin.empty()) << where;
       EXPECT_EQ(occurrences(asmOf(plain), "stmatrix.sync.aligned.m8n8.x4.shared.b16"), 4 * 4) << where;
