@@ -15,12 +15,20 @@ tile::runtime::LaunchPlan tile::runtime::cpuMatmulPlan(std::shared_ptr<const Loa
   // registers (AMX) run 8 times as many per cycle as the vector units, and their tasks
   // take 8M: a 128^3 int8 matmul (16 programs of 32 x 32) took 12 us on 2 threads of a
   // Xeon and 10.5 us on one.
+  //
+  // On the vector units a result's store counts as 12 multiply-adds: at small K the
+  // stores are the work (an outer product, K = 1, is all stores), and a grain of
+  // multiply-adds alone had left 50K-element results to one thread (znver5, 2 threads,
+  // float32 in one process, 0 -> 12: 63x777x1 7.5 -> 5.3 us (MKL 3.5), 200x777x1 12.9 ->
+  // 8.9 (8.9), 256x256x1 6.1 -> 4.7, 64x128x64 5.3 -> 4.4; int8 256x256x8 6.2 -> 5.0;
+  // bf16 200x777x2 8.9 -> 6.6; 300x100x1 3.8 either way, where 16 had split it and lost).
+  constexpr int64_t kStoreAsMultiplyAdds = 12;
   int64_t blockM = spec.config.at("BLOCK_M");
-  int64_t perProgram =
-      std::max<int64_t>(1, blockM * spec.config.at("BLOCK_N") * std::max<int64_t>(k, 1));
   auto packed = spec.config.find("packed_b");
   int64_t group = packed != spec.config.end() ? packed->second : 0;
   bool onTiles = group > 1 && hasCpuMatrixTiles(target, spec.dtypes.at(0));
+  int64_t perResult = std::max<int64_t>(k, 1) + (onTiles ? 0 : kStoreAsMultiplyAdds);
+  int64_t perProgram = std::max<int64_t>(1, blockM * spec.config.at("BLOCK_N") * perResult);
   int64_t perTask = onTiles ? int64_t(8) << 20 : int64_t(512) << 10;
   int64_t rowBlocks = (m + blockM - 1) / blockM;
   bool oneGroup = rowBlocks <= spec.config.at("GROUP_M");

@@ -69,9 +69,10 @@ TEST(LaunchPlans, GoWhenTheKernelsOrTheTuningChange) {
 }
 
 TEST(CpuPlans, TasksTakeHalfAMillionMultiplyAddsOrEightMillionOnTheTiles) {
-  // A task of the vector kernel takes at least 2^19 multiply-adds, one of the tile
-  // registers 2^23; b goes to panels of the block's width in the spec's groups;
-  // a grid whose rows of blocks all make one group may run in bands of rows.
+  // A task of the vector kernel takes at least 2^19 multiply-adds, each result's store
+  // counted as 12 of them, one of the tile registers 2^23; b goes to panels of the
+  // block's width in the spec's groups; a grid whose rows of blocks all make one group
+  // may run in bands of rows.
   Target amx = Target::parse("cpu:sapphirerapids");
   ops::KernelSpec spec = tile::testing::matmulSpec("matmul", "bf16", "bf16", 32, 32, 256);
   spec.config["GROUP_M"] = 8;
@@ -84,7 +85,10 @@ TEST(CpuPlans, TasksTakeHalfAMillionMultiplyAddsOrEightMillionOnTheTiles) {
   EXPECT_EQ(cpuMatmulPlan(nullptr, spec, amx, 64, 257, 256).rowBlocks, 0) << "9 blocks, two groups";
   spec.config.erase("packed_b");
   LaunchPlan vectors = cpuMatmulPlan(nullptr, spec, amx, 64, 256, 256);
-  EXPECT_EQ(vectors.grain, (int64_t(1) << 19) / (32 * 32 * 256));
+  EXPECT_EQ(vectors.grain, (int64_t(1) << 19) / (32 * 32 * (256 + 12)));
+  // An outer product (K = 1): its stores are the work, 13 units a result.
+  EXPECT_EQ(cpuMatmulPlan(nullptr, spec, amx, 64, 256, 1).grain,
+            (int64_t(1) << 19) / (32 * 32 * 13));
   EXPECT_EQ(vectors.bPanelWidth, 0) << "b as given";
   EXPECT_EQ(vectors.bPanelGroup, 1);
   EXPECT_EQ(cpuMatmulPlan(nullptr, spec, amx, 1, 4, 1 << 30).grain, 1) << "at least one program";
