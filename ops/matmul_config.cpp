@@ -18,12 +18,12 @@ const std::vector<std::string> &matmulKnobNames() {
 
 namespace {
 
-/// `value` rounded up to a multiple of `multiple`.
 /// The smallest power of two at or above `x` (1 for x <= 1).
 int64_t powerOfTwoAtLeast(int64_t x) {
   return x <= 1 ? 1 : int64_t(1) << (64 - __builtin_clzll(uint64_t(x - 1)));
 }
 
+/// `value` rounded up to a multiple of `multiple`.
 int64_t roundUpTo(int64_t value, int64_t multiple) {
   return (value + multiple - 1) / multiple * multiple;
 }
