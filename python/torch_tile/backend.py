@@ -34,4 +34,7 @@ def tile_backend(gm: torch.fx.GraphModule, example_inputs, *, mode: str | None =
     configured = patches.get("post_grad_custom_post_pass",
                              torch._inductor.config.post_grad_custom_post_pass)
     patches["post_grad_custom_post_pass"] = graph_rewrites.chain_after(configured, rewrites)
+    joint = patches.get("joint_custom_post_pass", torch._inductor.config.joint_custom_post_pass)
+    patches["joint_custom_post_pass"] = graph_rewrites.chain_after(
+        joint, graph_rewrites.JointRewritePass(backend_matmul=config.backend_matmul))
     return compile_fx(gm, example_inputs, config_patches=patches)

@@ -6,9 +6,11 @@ graph Inductor lowers: the inference graph, and the forward and the backward of 
 By then the partitioner has fixed what the forward saves, so a rewrite sees everything that
 reads a value it replaces, and Inductor's patterns have settled which GEMMs are mm and which
 addmm. There, leaky_relu(x, slope) is decomposed into where(gt(x, 0), x, mul(x, slope)) and
-its backward reads the mask gt(x, 0), which the forward computes and saves. (On the joint
-graph that mask could be recomputed in the backward from the fused output, saving one byte
-per element; not worth a second place to rewrite.)
+its backward reads the mask gt(x, 0). Left alone, the partitioner has the forward compute
+that mask and save it (a byte per element, where x itself would take two), which costs a
+pointwise kernel of its own once x lives only inside the fused kernel. So a pass on the
+joint graph (JointRewritePass, before the partition) first points the backward's mask at
+leaky_relu's output, which the next GEMM's backward saves anyway.
 
 Which GEMMs move to tile is torch_tile.config.backend_matmul's: every eligible one
 ("always"), none ("never"), or those whose shape bucket tile was measured to win on this
@@ -212,6 +214,54 @@ def fuse_matmul_leaky_relu(graph: torch.fx.Graph, wanted: GemmFilter = None,
     return fused_count
 
 
+def _same_value_at_f32(node, source) -> bool:
+    """`node` is `source` widened to float32."""
+    return (node.target == torch.ops.prims.convert_element_type.default
+            and node.args[0] is source and node.args[1] == torch.float32)
+
+
+def mask_from_leaky_relu_output(graph: torch.fx.Graph) -> int:
+    """On the joint graph: where leaky_relu(x, slope) has a constant slope >= 0, the
+    backward's gt(x, 0) reads gt(out, 0) instead, out being leaky_relu's result (narrowed
+    back to x's dtype where the decomposition widened it). The two are equal there: out > 0
+    exactly where x > 0, NaN included. The partitioner then finds the mask's input already
+    saved (the next GEMM's weight gradient reads out) and computes the mask in the backward,
+    in the kernel that applies it, instead of a kernel of the forward writing it. Returns how
+    many masks it moved."""
+    moved = 0
+    for where in list(graph.nodes):
+        parts = _leaky_relu_parts(where)
+        if parts is None or isinstance(parts[1], torch.fx.Node) or parts[1] < 0:
+            continue
+        x = parts[0]
+        convert = torch.ops.prims.convert_element_type.default
+        widened = x.target == convert and isinstance(x.args[0], torch.fx.Node)
+        source = x.args[0] if widened else x
+        out = where
+        users = list(where.users)
+        if widened and len(users) == 1 and users[0].target == convert \
+                and users[0].args[1] == _val(source).dtype:
+            out = users[0]
+        # Every gt(x, 0) of the same value but the forward's own use of its mask.
+        readers = [x, *(u for u in source.users if u is not x and _same_value_at_f32(u, source))]
+        masks = [m for r in readers for m in r.users
+                 if m.target == aten.gt.Scalar and m.args == (r, 0)]
+        backward_uses = [(m, u) for m in masks for u in m.users if u is not where]
+        if not backward_uses:
+            continue
+        moved_mask = _insert_after(out, aten.gt.Scalar, (out, 0))
+        for mask, user in backward_uses:
+            user.replace_input_with(mask, moved_mask)
+        for mask in masks:
+            if not mask.users:
+                graph.erase_node(mask)
+        for reader in readers[1:]:
+            if not reader.users:
+                graph.erase_node(reader)
+        moved += 1
+    return moved
+
+
 def _widened_gemm(x, where):
     """(gemm, narrowed) where leaky_relu's input `x` is a float16 or bfloat16 GEMM's
     output widened to float32 (read by nothing else) and `where`, its result, is read only
@@ -354,6 +404,26 @@ class TileRewritePass(CustomGraphPass):
         settings = repr((self.matmul, sorted(self.vector_add_min_elements.items()), choice,
                          verdicts, self._fusion_autotuned()))
         return get_hash_for_files((__file__, backend_choice.__file__), extra=settings)
+
+
+class JointRewritePass(CustomGraphPass):
+    """mask_from_leaky_relu_output as an Inductor joint-graph pass (joint_custom_post_pass),
+    which runs before the partitioner decides what the forward saves. Where backend_matmul
+    is "never" it leaves the graph as Inductor has it."""
+
+    def __init__(self, *, backend_matmul: str | None = None):
+        self.backend_matmul = backend_matmul
+
+    def _backend_matmul(self) -> str:
+        return self.backend_matmul or config.backend_matmul
+
+    def __call__(self, graph: torch.fx.Graph) -> None:
+        if self._backend_matmul() != "never":
+            log.debug("tile joint rewrites: %d masks from leaky_relu's output",
+                      mask_from_leaky_relu_output(graph))
+
+    def uuid(self) -> bytes:
+        return get_hash_for_files((__file__,), extra=repr(self._backend_matmul() != "never"))
 
 
 class PassChain(CustomGraphPass):

@@ -7,6 +7,8 @@ install() changes Inductor's config for this process:
 - post_grad_custom_post_pass gains graph_rewrites' mm + leaky_relu fusion into
   tile.matmul_leaky_relu (a CustomGraphPass, so the FX graph cache keys on it), under
   torch_tile.config.backend_matmul as the "tile" backend's rewrites are;
+- joint_custom_post_pass gains graph_rewrites.JointRewritePass, which has leaky_relu's
+  backward read its mask from leaky_relu's output, so that a fused forward saves no mask;
 - inductor_choices_class becomes gemm_choices.TileGemmChoices, which offers tile.matmul
   to max-autotune's GEMM benchmarking while max_autotune or max_autotune_gemm is on and
   "TILE" is in max_autotune_gemm_backends;
@@ -38,9 +40,10 @@ def install() -> None:
     from torch._inductor.virtualized import V
 
     from .gemm_choices import TILE_GEMM_BACKEND, TileGemmChoices, gemm_backends
-    from .graph_rewrites import TileRewritePass, chain_after
+    from .graph_rewrites import JointRewritePass, TileRewritePass, chain_after
 
     _replaced = {"post_grad_custom_post_pass": config.post_grad_custom_post_pass,
+                 "joint_custom_post_pass": config.joint_custom_post_pass,
                  "inductor_choices_class": config.inductor_choices_class,
                  "max_autotune_gemm_backends": config.max_autotune_gemm_backends,
                  "choices_handler": V.choices}
@@ -53,6 +56,7 @@ def install() -> None:
     # them without a verdict; an Inductor without that timing keeps the verdicts.
     fusion = TileRewritePass(matmul=False, fuse_where_autotuned=_install_fused_op_autotuning())
     config.post_grad_custom_post_pass = chain_after(config.post_grad_custom_post_pass, fusion)
+    config.joint_custom_post_pass = chain_after(config.joint_custom_post_pass, JointRewritePass())
     if config.inductor_choices_class is None:
         config.inductor_choices_class = TileGemmChoices
         # Inductor keeps one choices object per thread from its first use: replace this

@@ -111,6 +111,9 @@ def test_mlp_training_matches_eager_and_runs_tile(first_bias, dtype, tolerance):
     assert ("0.1, bias=primals_" in forward_code) == first_bias
     assert forward_code.count(", bias=primals_") == (2 if first_bias else 1)
     assert backward_code.count("torch.ops.tile.matmul.default(") == 4
+    # The backward takes leaky_relu's mask from the fused output, which down's weight
+    # gradient reads anyway: the forward computes and saves no mask of its own.
+    assert "torch.bool" not in forward_code
     # On this CPU no add is worth tile.vector_add (graph_rewrites.VECTOR_ADD_MIN_ELEMENTS).
     assert "vector_add" not in forward_code + backward_code
 

@@ -16,10 +16,10 @@ from torch._inductor.select_algorithm import add_feedback_saver, clear_feedback_
 from torch._inductor.utils import run_and_get_code
 
 import torch_tile.inductor
-from torch_tile.graph_rewrites import TileRewritePass
+from torch_tile.graph_rewrites import JointRewritePass, TileRewritePass
 
-INSTALLED_CONFIG = ("post_grad_custom_post_pass", "inductor_choices_class",
-                    "max_autotune_gemm_backends")
+INSTALLED_CONFIG = ("post_grad_custom_post_pass", "joint_custom_post_pass",
+                    "inductor_choices_class", "max_autotune_gemm_backends")
 
 
 @pytest.fixture(autouse=True)
@@ -86,6 +86,9 @@ def test_pass_uuids_are_stable_and_tell_settings_apart():
     assert TileRewritePass(matmul=False).uuid() != TileRewritePass(matmul=True).uuid()
     assert TileRewritePass(matmul=True).uuid() != TileRewritePass(
         matmul=True, vector_add_min_elements={"cpu": 0}).uuid()
+    assert JointRewritePass().uuid() == JointRewritePass().uuid()
+    assert JointRewritePass(backend_matmul="auto").uuid() != JointRewritePass(
+        backend_matmul="never").uuid()
 
 
 @torch_tile.config.patch(backend_matmul="always")  # the fusion wherever eligible
@@ -109,6 +112,9 @@ def test_default_inductor_fuses_matmul_leaky_relu_after_install():
     for g, want in zip(got, step(layer), strict=True):
         assert relative_error(g, want) < 1e-4
     assert forward_code.count("torch.ops.tile.matmul_leaky_relu.default(") == 1
+    # The backward's mask comes from the fused output, saved for v's gradient: the forward
+    # saves no mask of its own.
+    assert "torch.bool" not in forward_code
     # Only the fusion: the other GEMMs stay Inductor's outside max-autotune.
     assert "torch.ops.tile.matmul.default(" not in forward_code + backward_code
 
