@@ -47,7 +47,7 @@ void tile::runtime::launchCpuInRowBands(const LoadedKernel &kernel, void **args,
 
 void tile::runtime::launchCpuInColumnBands(
     const LoadedKernel &kernel, void **args, int64_t rowBlocks, int64_t colBlocks, int64_t grain,
-    const std::function<void(void **)> &prepare,
+    const std::function<void(void **, int64_t, int64_t)> &prepare,
     const std::function<void(int64_t, int64_t, void **)> &writeColumns, int64_t columnsPerWrite,
     const ParallelFor &parallelFor) {
   if (!kernel.cpuEntry)
@@ -114,7 +114,11 @@ void tile::runtime::launchCpuInColumnBands(
     }
     void *own[kArgumentSlots];
     std::copy(args, args + kArgumentSlots, own);
-    prepare(own);
+    // The block rows this task's programs run: part of one column's, or every row.
+    int64_t firstRow = first % rowBlocks, lastRow = (last - 1) % rowBlocks + 1;
+    if (last - first >= rowBlocks || firstRow >= lastRow)
+      firstRow = 0, lastRow = rowBlocks;
+    prepare(own, firstRow, lastRow);
     auto runWith = [&](void **arguments, int64_t c) {
       entry(arguments, std::max(first, c * rowBlocks), std::min(last, (c + 1) * rowBlocks),
             programs, 1, 1);

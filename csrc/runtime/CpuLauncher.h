@@ -38,14 +38,15 @@ void launchCpuInRowBands(const LoadedKernel &kernel, void **args, int64_t rowBlo
 
 /// Runs a grid that is one group of the grouped order (program n * rowBlocks + m computes
 /// block row m of block column n) as tasks of consecutive programs, at least `grain` each,
-/// a block column at a time. Each task first calls `prepare(args)` on a copy of the
-/// kArgumentSlots argument pointers of its own, which it may point at data it writes for
-/// itself (a copy of a in its own core's cache). Before a column's programs run,
-/// `writeColumns(first, last)` has run once over it (the columns' panels of b): each task
-/// claims the columns of its range that no other task has, writes them, runs them, and
-/// runs last the one where the tasks' split falls inside a column (5 columns on 2
-/// threads), once the task that claimed it has written it. No barrier separates the writes
-/// from the programs, and no thread waits for a whole column's share of the work.
+/// a block column at a time. Each task first calls `prepare(args, firstRow, lastRow)` on
+/// a copy of the kArgumentSlots argument pointers of its own, which it may point at data
+/// it writes for itself (a copy of a in its own core's cache): its programs run only block
+/// rows [firstRow, lastRow) (every row unless they lie inside one column). Before a column's
+/// programs run, `writeColumns(first, last)` has run once over it (the columns' panels of b): each
+/// task claims the columns of its range that no other task has, writes them, runs them, and runs
+/// last the one where the tasks' split falls inside a column (5 columns on 2 threads), once the
+/// task that claimed it has written it. No barrier separates the writes from the programs, and no
+/// thread waits for a whole column's share of the work.
 ///
 /// `writeColumns(first, last, own)` writes where every task may read (`own` null), or,
 /// given the task's own argument pointers, where the task alone reads: it may point them
@@ -55,7 +56,7 @@ void launchCpuInRowBands(const LoadedKernel &kernel, void **args, int64_t rowBlo
 constexpr int kArgumentSlots = 20;
 void launchCpuInColumnBands(const LoadedKernel &kernel, void **args, int64_t rowBlocks,
                             int64_t colBlocks, int64_t grain,
-                            const std::function<void(void **)> &prepare,
+                            const std::function<void(void **, int64_t, int64_t)> &prepare,
                             const std::function<void(int64_t, int64_t, void **)> &writeColumns,
                             int64_t columnsPerWrite, const ParallelFor &parallelFor);
 

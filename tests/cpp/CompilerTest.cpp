@@ -339,7 +339,7 @@ TEST(Compiler, ColumnBandLaunchWritesEachColumnOnceBeforeItsPrograms) {
         void *args[runtime::kArgumentSlots] = {};
         runtime::launchCpuInColumnBands(
             kernel, args, kBandRows, kBandColumns, 10,
-            [&](void **) {
+            [&](void **, int64_t, int64_t) {
               std::lock_guard<std::mutex> lock(columnBandMutex);
               ++prepared;
             },
@@ -357,6 +357,35 @@ TEST(Compiler, ColumnBandLaunchWritesEachColumnOnceBeforeItsPrograms) {
         EXPECT_EQ(programRuns, std::vector<int>(kBandRows * kBandColumns, 1));
         EXPECT_EQ(programsBeforeTheirColumn, std::vector<int>(kBandRows * kBandColumns, 0));
       }
+}
+
+void runNothing(void **, int64_t, int64_t, int32_t, int32_t, int32_t) {}
+
+TEST(Compiler, ColumnBandLaunchTellsEachTaskTheBlockRowsItRuns) {
+  // 8 block rows: a task whose programs lie inside one column is told their rows (so it
+  // copies only those rows of a); one that covers a whole column, or wraps from one
+  // column into the next, every row.
+  runtime::LoadedKernel kernel;
+  kernel.cpuEntry = runNothing;
+  struct Case {
+    int64_t columns, grain;
+    std::vector<std::pair<int64_t, int64_t>> rows;
+  };
+  for (const Case &c : {Case{1, 4, {{0, 4}, {4, 8}}}, Case{1, 3, {{0, 3}, {3, 6}, {6, 8}}},
+                        Case{2, 6, {{0, 6}, {0, 8}, {4, 8}}}, Case{2, 8, {{0, 8}, {0, 8}}}}) {
+    std::vector<std::pair<int64_t, int64_t>> told;
+    void *args[runtime::kArgumentSlots] = {};
+    runtime::launchCpuInColumnBands(
+        kernel, args, 8, c.columns, c.grain,
+        [&](void **, int64_t first, int64_t last) { told.push_back({first, last}); },
+        [](int64_t, int64_t, void **) {}, 0,
+        [](int64_t begin, int64_t end, int64_t grain,
+           const std::function<void(int64_t, int64_t)> &body) {
+          for (int64_t start = begin; start < end; start += grain)
+            body(start, std::min(end, start + grain));
+        });
+    EXPECT_EQ(told, c.rows) << c.columns << " columns, tasks of " << c.grain;
+  }
 }
 
 // Per program, the first argument it ran with (a column's own marker, or none).
@@ -387,7 +416,7 @@ TEST(Compiler, ColumnBandLaunchWritesTheColumnsATaskRunsAloneForItself) {
     std::vector<std::pair<int64_t, int64_t>> ownWrites;
     void *args[runtime::kArgumentSlots] = {};
     runtime::launchCpuInColumnBands(
-        kernel, args, kBandRows, kBandColumns, 10, [](void **) {},
+        kernel, args, kBandRows, kBandColumns, 10, [](void **, int64_t, int64_t) {},
         [&](int64_t first, int64_t last, void **own) {
           std::lock_guard<std::mutex> lock(columnBandMutex);
           for (int64_t column = first; column < last; ++column)

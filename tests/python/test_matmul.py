@@ -416,12 +416,13 @@ def test_large_b_is_read_from_panels(op, pair, layout, tmp_path):
 @pytest.mark.parametrize("layout", ["contiguous", "a_transposed", "both_transposed"])
 @pytest.mark.parametrize("op, pair", [p for p in OP_PAIRS
                                       if p.values[1].inputs in (torch.float32, torch.bfloat16, torch.int8)])
-@pytest.mark.parametrize("shape", [(200, 300, 250), (600, 300, 500)])
+@pytest.mark.parametrize("shape", [(200, 300, 250), (600, 300, 500), (257, 40, 500)])
 def test_each_thread_writes_its_own_operands(op, pair, layout, shape):
     # Where the grid is one group of rows, each of the launch's threads packs the panels of
     # its own block columns (and copies a transposed a for itself: up to 128 KB, int8 off
     # the tiles up to 1 MB, as the second shape's; a larger copy, as the second shape's
-    # float32 and bfloat16 one, is written first, shared) on every call: the result
+    # float32 and bfloat16 one, is written first, shared; where the threads split one
+    # block column, as the third shape's, each copies only its rows) on every call: the result
     # follows a and b changed in place between calls (no copy or panel is reused), at
     # ragged sizes, with every op.
     if layout == "contiguous":
