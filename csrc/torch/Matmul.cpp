@@ -223,10 +223,17 @@ at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
   // znver5, a transposed, against torch, in one process: bfloat16 100x2000x1000 0.65 ->
   // 1.07x, 128x1024x1024 0.88 -> 1.26x, 257x500x1000 0.87 -> 1.06x, 500^3 0.92 -> 0.99x,
   // 300x777x1000 0.85 -> 0.97x; float32 96x2048x2048 3.23 -> 2.04 ms, 300x1000x1000 1.50
-  // -> 1.30 ms; int8 2048^3 0.94 -> 0.99x; none slower.
+  // -> 1.30 ms; int8 2048^3 0.94 -> 0.99x; none slower. Only where the block columns
+  // outnumber the threads: with one column a task or fewer, each task read all the rows
+  // of the shared copy, half from the other core's cache, where in row bands (the copy
+  // and b's panels in one region, then the launch) each reads the rows it wrote (2
+  // threads, znver5, a transposed, against torch: bfloat16 1000x128x1000 0.78 -> 0.99x,
+  // 384x100x512 0.81 -> 0.93x, 300x128x300 0.97 -> 1.09x, float32 500x100x500 1.20 ->
+  // 1.49x; three columns tied either way).
   auto ownPanelsAfterACopy = [&](const LaunchPlan &plan) {
     return !aCopyWritten && !call.aCopyPerThread && plan.rowBlocks > 0 && threads > 1 &&
-           plan.programs > plan.grain && plan.bPanelWidth && aWritten && bInRows;
+           plan.programs > plan.grain && plan.bPanelWidth && aWritten && bInRows &&
+           plan.programs / plan.rowBlocks > threads;
   };
   auto writeCopyOfA = [&] {
     int64_t rows = call.a.size(0);

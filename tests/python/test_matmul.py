@@ -422,7 +422,8 @@ def test_each_thread_writes_its_own_operands(op, pair, layout, shape):
     # its own block columns (and copies a transposed a for itself: up to 128 KB, int8 off
     # the tiles up to 1 MB, as the second shape's; a larger copy, as the second shape's
     # float32 and bfloat16 one, is written first, shared; where the threads split one
-    # block column, as the third shape's, each copies only its rows) on every call: the result
+    # block column, as the third shape's, each copies only its rows, and a shared copy is
+    # written and multiplied in bands of rows) on every call: the result
     # follows a and b changed in place between calls (no copy or panel is reused), at
     # ragged sizes, with every op.
     if layout == "contiguous":
