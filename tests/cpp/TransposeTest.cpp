@@ -53,7 +53,8 @@ TEST(Transpose, EveryElementLandsAtItsTransposedPlace) {
         // tiles go through the tile's buffer.
         {int64_t(1000), int64_t(48), int64_t(0), int64_t(24)},
         {int64_t(1001), int64_t(37), int64_t(2), int64_t(23)}}) {
-    // The CPU's own way, and the baseline's (bytes take AVX-512 where the CPU has it).
+    // The CPU's own way, and the baseline's (bytes, and the edge tiles of 2-byte
+    // elements, take AVX-512 where the CPU has it).
     for (Transpose transpose : {transposeMatrix, transposeMatrixPortably}) {
       expectTransposed<uint8_t>(transpose, rows, cols, fromPad, toPad);
       expectTransposed<uint16_t>(transpose, rows, cols, fromPad, toPad);
