@@ -101,8 +101,9 @@ int64_t dotGroupOfK(const Target &target, const std::string &inputDtype);
 int64_t rowDotRows(const Target &target, const std::string &inputDtype);
 
 /// Whether a CPU call takes dots along k (see RowDots.cpp in the compiler): up to
-/// rowDotRows rows of a, its k contiguous, against a transposed b (k contiguous: a Linear's
-/// weight), read once in place. The caller checks that the matrix tiles do not take it.
+/// rowDotRows rows of a (any number against 16 columns or fewer in bf16 and int8), its k
+/// contiguous, against a transposed b (k contiguous: a Linear's weight), read once in
+/// place. The caller checks that the matrix tiles do not take it.
 bool takesDotsAlongK(const Target &target, const at::Tensor &a, const at::Tensor &b);
 
 /// The shortest k at which m rows of a `dtype` take dots along k.

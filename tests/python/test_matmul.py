@@ -594,7 +594,7 @@ def test_narrow_results_take_narrow_blocks(op, pair, layout, shape, tmp_path):
     # Rows against a transposed b may take dots along k instead (see
     # test_few_rows_against_a_transposed_b_take_dots_along_k).
     int8 = pair.inputs == torch.int8
-    dots = layout == "nt" and m <= (32 if int8 else 72) and k >= (
+    dots = layout == "nt" and (m <= (32 if int8 else 72) or (int8 and n <= 16)) and k >= (
         (128 if m <= 16 else 1024) if int8 else (32 if m <= 16 else 128))
     if "avx512f" in cpu_flags() and not tiles and not dots:
         block_n = 16 if n <= 16 else 32 if int8 else None
@@ -655,7 +655,7 @@ def transposed_b_specs(op, pair, m, n, k, tmp_path):
                                      (1, 3, 2), (2, 45, 130), (3, 100, 999), (8, 33, 70),
                                      (7, 16, 4100), (17, 45, 130), (31, 100, 999), (33, 20, 70),
                                      (64, 9, 1030), (70, 300, 130), (100, 20, 70), (40, 512, 5),
-                                     (8, 300, 8)])
+                                     (8, 300, 8), (1001, 13, 1030), (300, 16, 300), (97, 17, 1030)])
 def test_few_rows_against_a_transposed_b_take_dots_along_k(op, pair, m, n, k, tmp_path):
     # Rows of a (a decode step of a few tokens, or a small batch) against a transposed b
     # (a Linear's weight: x @ W^T): where the host has the dtype's dot-product instruction
@@ -666,11 +666,14 @@ def test_few_rows_against_a_transposed_b_take_dots_along_k(op, pair, m, n, k, tm
     # result matches torch at ragged M, N and K: rows and columns past the matrix in the
     # last blocks, sub-blocks of rows all past it, a K of no whole vector of k, a K below
     # one, two block rows. A short k leaves most lanes of the dots empty (one row takes
-    # them at any k): b is then copied into panels for the row-major kernel.
+    # them at any k): b is then copied into panels for the row-major kernel. bf16 and int8
+    # take dots at any number of rows against 16 columns or fewer.
     specs = transposed_b_specs(op, pair, m, n, k, tmp_path)
     dot = {torch.float32: None, torch.float16: "f16c", torch.bfloat16: "avx512_bf16",
            torch.int8: "avx512_vnni"}[pair.inputs]
     most_rows = {torch.int8: 32, torch.float16: math.inf}.get(pair.inputs, 72)
+    if pair.inputs in (torch.bfloat16, torch.int8) and n <= 16:
+        most_rows = math.inf
     on_tiles = m >= 32 and MATRIX_TILES[pair.inputs] in torch_tile.runtime.host_matrix_units()
     # float16 calls of 2^20 multiply-adds or more take bfloat16 terms on the tiles there.
     if pair.inputs == torch.float16:
