@@ -631,11 +631,10 @@ bool tile::binding::takesDotsAlongK(const Target &target, const at::Tensor &a,
   // fewer (a classifier's few outputs) takes them at any number of rows in bf16 and int8:
   // one or two blocks of 8 columns, b read in place, where the row-major kernel copied b
   // into panels and ran blocks of 32 columns (bf16) or 16 (int8) (2 threads, znver5,
-  // against the panels: bf16 2000x8x1000 128
-  // -> 48 us, 2000x16x1000 128 -> 97, 8000x16x256 130 -> 97, 200x16x1000 18 -> 11; int8
-  // 2000x8x1024 71 -> 26, 2000x16x1024 71 -> 47). Three blocks of 8 lost (bf16
-  // 2000x17x1000 128 -> 143 us), and so did float32, whose 16-column blocks fit such a b
-  // (2050x13x1000 148 -> 183).
+  // against the panels: bf16 2000x8x1000 128 -> 48 us, 2000x16x1000 128 -> 97,
+  // 8000x16x256 130 -> 97, 200x16x1000 18 -> 11; int8 2000x8x1024 71 -> 26, 2000x16x1024
+  // 71 -> 47). Three blocks of 8 lost (bf16 2000x17x1000 128 -> 143 us), and so did
+  // float32, whose 16-column blocks fit such a b (2050x13x1000 148 -> 183).
   constexpr int64_t kFewColumns = 16;
   int64_t m = a.size(0), k = a.size(1), n = b.size(1);
   return m >= 1 && n > 1 && k > 1 && b.stride(0) == 1 && b.stride(1) != 1 && a.stride(1) == 1 &&
