@@ -46,7 +46,8 @@ mlir::OwningOpRef<mlir::ModuleOp> tile::ops::buildKernel(mlir::MLIRContext &cont
                                                          const KernelSpec &spec) {
   if (spec.op == "vector_add")
     return buildVectorAdd(context, spec);
-  if (spec.op == "matmul" || spec.op == "matmul_leaky_relu")
+  if (spec.op == "matmul" || spec.op == "matmul_leaky_relu" ||
+      spec.op == "matmul_leaky_relu_backward")
     return buildMatmul(context, spec);
   throw std::invalid_argument("no tile kernel generator for op '" + spec.op + "'");
 }

@@ -1,4 +1,5 @@
-// C = epilogue(A @ B) for matmul and matmul_leaky_relu: one generator, one tile program.
+// C = epilogue(A @ B) for matmul, matmul_leaky_relu and matmul_leaky_relu_backward: one
+// generator, one tile program.
 //
 // Program instance p computes the BLOCK_M x BLOCK_N block of C at (pid_m, pid_n), where
 // programs are ordered in groups of GROUP_M block rows (so consecutive programs share
@@ -8,8 +9,10 @@
 //
 // Arguments: a, b, c, M, N, K, then the strides (in elements) of a, b and c along their
 // two dimensions (for b packed into panels, see `packed_b` below), then negative_slope (f32) for
-// matmul_leaky_relu, then, where the spec names a third dtype (the bias's), the bias pointer and
-// its stride. Strides are arguments, so transposed and sliced views need no copy.
+// matmul_leaky_relu and matmul_leaky_relu_backward, then, where the spec names a third dtype,
+// the bias pointer and its stride (matmul, matmul_leaky_relu) or the activation pointer and its
+// two strides (matmul_leaky_relu_backward). Strides are arguments, so transposed and sliced
+// views need no copy.
 //
 // The bias (length N) is added to the accumulator before the epilogue, in the
 // accumulator's type, as torch's addmm adds it before rounding. It is read as a
@@ -130,6 +133,26 @@ Value addBias(MatmulBuilder &mb, Value acc, Value bias, Value biasStride, Value 
                  : Value(arith::ExtSIOp::create(b, loc, accType, values));
   return isa<FloatType>(accElement) ? Value(arith::AddFOp::create(b, loc, acc, values))
                                     : Value(arith::AddIOp::create(b, loc, acc, values));
+}
+
+/// leaky_relu's backward applied to the accumulator, the gradient of its output:
+/// acc where activation > 0, else acc * negative_slope, as torch's leaky_relu_backward
+/// computes it from leaky_relu's input or, for a slope >= 0, its output (the two are > 0 at
+/// the same places). The activation is read as the M x N block of c's own place, in the
+/// accumulator's layout; its lanes past M or N read nothing.
+Value leakyReluBackward(MatmulBuilder &mb, Value acc, Value activation, Value rowStride,
+                        Value colStride, Value rows, Value cols, Value m, Value n, Value slope) {
+  OpBuilder &b = mb.b;
+  Location loc = mb.loc;
+  auto accType = cast<RankedTensorType>(acc.getType());
+  auto [ptrs, mask] = mb.block(activation, rows, rowStride, m, cols, colStride, n);
+  Value values = tt::LoadOp::create(b, loc, ptrs, mask);
+  if (cast<RankedTensorType>(values.getType()).getElementType() != accType.getElementType())
+    values = arith::ExtFOp::create(b, loc, accType, values);
+  Value zero = arith::ConstantOp::create(b, loc, accType, b.getZeroAttr(accType));
+  Value positive = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, values, zero);
+  Value scaled = arith::MulFOp::create(b, loc, acc, tt::SplatOp::create(b, loc, accType, slope));
+  return arith::SelectOp::create(b, loc, positive, acc, scaled);
 }
 
 /// Stream-K, after CUTLASS's hybrid: where the tiles make more than one wave and the
@@ -368,10 +391,14 @@ Value castAccumulator(OpBuilder &b, Location loc, Value acc, Type out) {
 
 OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) {
   bool leaky = spec.op == "matmul_leaky_relu";
-  if (spec.dtypes.size() != 2 && spec.dtypes.size() != 3)
-    throw std::invalid_argument(spec.op + " takes an input, an output and optionally a bias "
-                                "dtype, got spec " + spec.str());
-  bool hasBias = spec.dtypes.size() == 3;
+  bool leakyBackward = spec.op == "matmul_leaky_relu_backward";
+  if (leakyBackward ? spec.dtypes.size() != 3 : spec.dtypes.size() != 2 && spec.dtypes.size() != 3)
+    throw std::invalid_argument(
+        spec.op +
+        (leakyBackward ? " takes an input, an output and an activation dtype, got spec "
+                       : " takes an input, an output and optionally a bias dtype, got spec ") +
+        spec.str());
+  bool hasBias = !leakyBackward && spec.dtypes.size() == 3;
   int64_t blockM = spec.knob("BLOCK_M"), blockN = spec.knob("BLOCK_N");
   int64_t blockK = spec.knob("BLOCK_K"), groupM = spec.knob("GROUP_M");
   int64_t indexBits = spec.knob("index_bits");
@@ -394,9 +421,12 @@ OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) 
   if (integer ? output != accElement : !isa<FloatType>(output))
     throw std::invalid_argument(spec.op + " cannot produce " + spec.dtypes[1] + " from " +
                                 spec.dtypes[0] + " inputs");
-  if (leaky && integer)
-    throw std::invalid_argument("matmul_leaky_relu needs floating-point inputs, got " +
-                                spec.dtypes[0]);
+  if ((leaky || leakyBackward) && integer)
+    throw std::invalid_argument(spec.op + " needs floating-point inputs, got " + spec.dtypes[0]);
+  Type activationElement = leakyBackward ? elementTypeOf(context, spec.dtypes[2]) : Type();
+  if (leakyBackward && !isa<FloatType>(activationElement))
+    throw std::invalid_argument(spec.op + " takes a floating-point activation, got " +
+                                spec.dtypes[2]);
   Type biasElement = hasBias ? elementTypeOf(context, spec.dtypes[2]) : Type();
   if (hasBias && biasElement != input && biasElement != output)
     throw std::invalid_argument(spec.op + " takes a bias in the input or the output dtype (" +
@@ -408,12 +438,17 @@ OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) 
 
   SmallVector<Type> argTypes = {inPtr, inPtr, outPtr};
   argTypes.append(9, index); // M, N, K and the six strides
-  if (leaky)
+  if (leaky || leakyBackward)
     argTypes.push_back(b.getF32Type());
   unsigned biasArg = argTypes.size();
   if (hasBias) {
     argTypes.push_back(tt::PointerType::get(&context, biasElement));
     argTypes.push_back(index); // its stride
+  }
+  unsigned activationArg = argTypes.size();
+  if (leakyBackward) {
+    argTypes.push_back(tt::PointerType::get(&context, activationElement));
+    argTypes.append(2, index); // its strides
   }
   // Stream-K (a persistent kernel whose programs take equal shares of all tiles' K
   // steps): its workspace (one accumulator tile per program) and a flag per program.
@@ -445,21 +480,34 @@ OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) 
   // shared memory and picks its wide accesses by it.
   int64_t unitStrides = spec.config.count("unit_strides") ? spec.knob("unit_strides") : 0;
   MatmulBuilder mb(b, loc, index);
-  // Bit 6 is the bias's stride.
-  auto unitBit = [&](unsigned i) { return i == biasArg + 1 ? 6u : i - 6; };
+  // Bit 6 is the bias's stride, bits 7 and 8 the activation's.
+  auto unitBit = [&](unsigned i) {
+    if (leakyBackward && i > activationArg)
+      return 7u + (i - activationArg - 1);
+    return i == biasArg + 1 ? 6u : i - 6;
+  };
   auto isUnit = [&](unsigned i) { return ((unitStrides >> unitBit(i)) & 1) != 0; };
   auto stride = [&](unsigned i) { return isUnit(i) ? mb.constant(1) : arg(i); };
   // Tensors the caller guarantees to be 16-byte aligned, in their data and their strides
   // (bit i of `divisibility_16` for a, b, c), and sizes it guarantees to be multiples of
   // 16 (bits 3, 4, 5 for M, N, K) have their arguments marked with the divisors the GPU
   // lowering proves its 16-byte accesses aligned, and whole at the edges, with. Bit 6:
-  // the bias's data is 16-byte aligned (its reads then take a lane's columns in runs).
+  // the bias's data is 16-byte aligned (its reads then take a lane's columns in runs). Bit 7:
+  // the activation's data and row stride are (its reads take runs of a lane's columns too).
   int64_t divisibility16 = spec.config.count("divisibility_16") ? spec.knob("divisibility_16") : 0;
   for (unsigned size = 0; size < 3; ++size)
     if ((divisibility16 >> (3 + size)) & 1)
       func.setArgAttr(3 + size, mlir::tile::kDivisibilityAttrName, b.getI64IntegerAttr(16));
   if (hasBias && ((divisibility16 >> 6) & 1))
     func.setArgAttr(biasArg, mlir::tile::kDivisibilityAttrName, b.getI64IntegerAttr(16));
+  if (leakyBackward && ((divisibility16 >> 7) & 1)) {
+    func.setArgAttr(activationArg, mlir::tile::kDivisibilityAttrName, b.getI64IntegerAttr(16));
+    int64_t elements =
+        std::max<int64_t>(1, 16 / ((activationElement.getIntOrFloatBitWidth() + 7) / 8));
+    for (unsigned i = activationArg + 1; i < activationArg + 3; ++i)
+      if (!isUnit(i))
+        func.setArgAttr(i, mlir::tile::kDivisibilityAttrName, b.getI64IntegerAttr(elements));
+  }
   for (auto [tensor, pointerArg, firstStride, element] :
        {std::tuple{0, 0u, 6u, input}, {1, 1u, 8u, input}, {2, 2u, 10u, output}}) {
     if (!((divisibility16 >> tensor) & 1))
@@ -480,6 +528,8 @@ OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) 
     SmallVector<unsigned> pointerArgs = {0, 1, 2};
     if (hasBias)
       pointerArgs.push_back(biasArg);
+    if (leakyBackward)
+      pointerArgs.push_back(activationArg);
     if (streamK)
       pointerArgs.append({workspaceArg, workspaceArg + 1});
     for (unsigned pointerArg : pointerArgs)
@@ -652,6 +702,9 @@ OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) 
       acc = addBias(mb, acc, arg(biasArg), stride(biasArg + 1), cols, n);
     if (leaky)
       acc = leakyRelu(b, loc, acc, arg(12));
+    if (leakyBackward)
+      acc = leakyReluBackward(mb, acc, arg(activationArg), stride(activationArg + 1),
+                              stride(activationArg + 2), rows, cols, m, n, arg(12));
     Value result = castAccumulator(b, loc, acc, output);
     auto [cPtrs, cMask] = mb.block(c, rows, strideCm, m, cols, strideCn, n);
     tt::StoreOp::create(b, loc, cPtrs, result, cMask);

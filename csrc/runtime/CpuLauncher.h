@@ -53,7 +53,7 @@ void launchCpuInRowBands(const LoadedKernel &kernel, void **args, int64_t rowBlo
 /// at a buffer of its own. Where `columnsPerWrite` > 0, the columns that lie whole inside
 /// a task's programs (no other task runs any of them) are written so, that many at a
 /// time, each run right after its write, while it is in the core's cache.
-constexpr int kArgumentSlots = 20;
+constexpr int kArgumentSlots = 24;
 void launchCpuInColumnBands(const LoadedKernel &kernel, void **args, int64_t rowBlocks,
                             int64_t colBlocks, int64_t grain,
                             const std::function<void(void **, int64_t, int64_t)> &prepare,

@@ -49,9 +49,12 @@ int64_t tile::runtime::divisibility16Bits(std::initializer_list<const StridedOpe
 
 int64_t tile::runtime::matmulIndexBits(int64_t m, int64_t n, int64_t k, const StridedOperand &a,
                                        const StridedOperand &b, const StridedOperand &c,
-                                       const StridedOperand *bias) {
+                                       const StridedOperand *bias,
+                                       const StridedOperand *activation) {
   constexpr int64_t int32Max = std::numeric_limits<int32_t>::max();
-  int64_t largest = std::max({m, n, k, a.maxOffset(), b.maxOffset(), c.maxOffset(), bias ? bias->maxOffset() : 0});
+  int64_t largest =
+      std::max({m, n, k, a.maxOffset(), b.maxOffset(), c.maxOffset(), bias ? bias->maxOffset() : 0,
+                activation ? activation->maxOffset() : 0});
   return largest < int32Max ? 32 : 64;
 }
 
@@ -80,17 +83,26 @@ std::string tile::runtime::matmulTuningBucket(const std::string &op, const std::
          std::to_string(nextPowerOfTwo(k));
 }
 
-void MatmulArguments::pack(const StridedOperand &aOperand, const StridedOperand &bOperand, void *cData,
-                           const int64_t cStrides[2], const StridedOperand *biasOperand,
-                           std::optional<float> negativeSlope, int64_t indexBits) {
+void MatmulArguments::pack(const StridedOperand &aOperand, const StridedOperand &bOperand,
+                           void *cData, const int64_t cStrides[2],
+                           const StridedOperand *biasOperand, std::optional<float> negativeSlope,
+                           int64_t indexBits, const StridedOperand *activationOperand) {
   a = aOperand.data;
   b = bOperand.data;
   c = cData;
-  int64_t values[10] = {aOperand.sizes[0], bOperand.sizes[1], aOperand.sizes[1],
-                        aOperand.strides[0], aOperand.strides[1], bOperand.strides[0],
-                        bOperand.strides[1], cStrides[0], cStrides[1],
-                        biasOperand ? biasOperand->strides[0] : 0};
-  for (int i = 0; i < 10; ++i) {
+  int64_t values[12] = {aOperand.sizes[0],
+                        bOperand.sizes[1],
+                        aOperand.sizes[1],
+                        aOperand.strides[0],
+                        aOperand.strides[1],
+                        bOperand.strides[0],
+                        bOperand.strides[1],
+                        cStrides[0],
+                        cStrides[1],
+                        biasOperand ? biasOperand->strides[0] : 0,
+                        activationOperand ? activationOperand->strides[0] : 0,
+                        activationOperand ? activationOperand->strides[1] : 0};
+  for (int i = 0; i < 12; ++i) {
     wide[i] = values[i];
     narrow[i] = static_cast<int32_t>(values[i]);
   }
@@ -108,6 +120,12 @@ void MatmulArguments::pack(const StridedOperand &aOperand, const StridedOperand 
     bias = biasOperand->data;
     args[arg++] = &bias;
     args[arg++] = index(9);
+  }
+  if (activationOperand) {
+    activation = activationOperand->data;
+    args[arg++] = &activation;
+    args[arg++] = index(10);
+    args[arg++] = index(11);
   }
   count = packed = arg;
   operands[0] = aOperand;

@@ -33,10 +33,11 @@ int64_t unitStrideBits(std::initializer_list<const StridedOperand *> operands);
 /// and an operand that is not empty.
 int64_t divisibility16Bits(std::initializer_list<const StridedOperand *> operands);
 
-/// 32 where M, N, K and the largest offset of a, b, c and the bias (when there is one)
-/// are below 2^31, else 64.
-int64_t matmulIndexBits(int64_t m, int64_t n, int64_t k, const StridedOperand &a, const StridedOperand &b,
-                        const StridedOperand &c, const StridedOperand *bias);
+/// 32 where M, N, K and the largest offset of a, b, c, the bias and the activation (where
+/// there are) are below 2^31, else 64.
+int64_t matmulIndexBits(int64_t m, int64_t n, int64_t k, const StridedOperand &a,
+                        const StridedOperand &b, const StridedOperand &c,
+                        const StridedOperand *bias, const StridedOperand *activation = nullptr);
 
 /// Program instances of a config: one per BLOCK_M x BLOCK_N block of c.
 int64_t matmulPrograms(const std::map<std::string, int64_t> &config, int64_t m, int64_t n);
@@ -47,16 +48,19 @@ std::string matmulTuningBucket(const std::string &op, const std::vector<std::str
                                int64_t m, int64_t n, int64_t k);
 
 /// The kernel's arguments in the order ops/matmul.cpp declares them: a, b, c, M, N, K,
-/// the strides of a, b and c, negative_slope for matmul_leaky_relu, then the bias and its
-/// stride, with indices of the kernel's width. `args` points into this object, so it
+/// the strides of a, b and c, negative_slope for matmul_leaky_relu and
+/// matmul_leaky_relu_backward, then the bias and its stride, or the activation (the M x N
+/// operand of matmul_leaky_relu_backward's epilogue) and its two strides, with indices of
+/// the kernel's width. `args` points into this object, so it
 /// stays where it was packed.
 struct MatmulArguments {
   /// The kernel's arguments that point at a's and b's data pointers.
   static constexpr int kA = 0, kB = 1;
-  const void *a = nullptr, *b = nullptr, *bias = nullptr;
+  const void *a = nullptr, *b = nullptr, *bias = nullptr, *activation = nullptr;
   void *c = nullptr;
-  int64_t wide[10] = {}; ///< M, N, K, the six strides of a, b, c, the bias's stride
-  int32_t narrow[10] = {};
+  /// M, N, K, the six strides of a, b, c, the bias's stride, the activation's two
+  int64_t wide[12] = {};
+  int32_t narrow[12] = {};
   float slope = 0;
   void *workspace = nullptr, *flags = nullptr; ///< a stream-K kernel's
   void *args[kArgumentSlots] = {};
@@ -66,7 +70,8 @@ struct MatmulArguments {
   EncodedTensorMap maps[3];
 
   void pack(const StridedOperand &a, const StridedOperand &b, void *c, const int64_t cStrides[2],
-            const StridedOperand *bias, std::optional<float> negativeSlope, int64_t indexBits);
+            const StridedOperand *bias, std::optional<float> negativeSlope, int64_t indexBits,
+            const StridedOperand *activation = nullptr);
 
   /// b replaced by its copy in panels (a kernel specialized with `packed_b`): its row
   /// stride becomes the panel width and its column stride the distance between panels.

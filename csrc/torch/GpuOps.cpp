@@ -201,18 +201,22 @@ at::Tensor vectorAddGpu(const at::Tensor &a, const at::Tensor &b) {
 
 at::Tensor matmulGpu(const char *op, const at::Tensor &a, const at::Tensor &b,
                      std::optional<double> negativeSlope, std::optional<at::ScalarType> outDtype,
-                     const std::optional<at::Tensor> &bias) {
+                     const std::optional<at::Tensor> &bias,
+                     const std::optional<at::Tensor> &activation = std::nullopt) {
   // Before the guard: a guard built from a CPU `a` (the dispatcher picks this kernel for
   // a CPU a with a GPU b or bias) would raise torch's error instead of these.
   TORCH_CHECK(a.device() == b.device(), op, ": tensor a is on ", a.device(), " but b is on ",
               b.device());
   TORCH_CHECK(!bias || bias->device() == a.device(), op, ": bias is on ", bias->device(),
               " but the operands are on ", a.device());
+  TORCH_CHECK(!activation || activation->device() == a.device(), op, ": activation is on ",
+              activation->device(), " but the operands are on ", a.device());
   c10::cuda::CUDAGuard guard(a.device());
   const tile::Target &target = targetOf(a.get_device());
   tile::binding::MatmulCall call;
   tile::binding::prepareMatmul(call, op, a, b, negativeSlope, outDtype, bias, target,
-                               /*contiguousRowsOfB=*/false);
+                               /*contiguousRowsOfB=*/false, /*termsOfHalves=*/false,
+                               /*cScratch=*/std::nullopt, activation);
   if (call.empty())
     return call.c;
   if (auto plan = tile::runtime::reusePlan(call.signature)) {
@@ -248,10 +252,18 @@ at::Tensor matmulLeakyRelu(const at::Tensor &a, const at::Tensor &b, double nega
   return matmulGpu("tile::matmul_leaky_relu", a, b, negativeSlope, outDtype, bias);
 }
 
+at::Tensor matmulLeakyReluBackward(const at::Tensor &a, const at::Tensor &b,
+                                   const at::Tensor &activation, double negativeSlope,
+                                   std::optional<at::ScalarType> outDtype) {
+  return matmulGpu("tile::matmul_leaky_relu_backward", a, b, negativeSlope, outDtype, std::nullopt,
+                   activation);
+}
+
 } // namespace
 
 TORCH_LIBRARY_IMPL(tile, CUDA, m) {
   m.impl("vector_add", vectorAddGpu);
   m.impl("matmul", matmul);
   m.impl("matmul_leaky_relu", matmulLeakyRelu);
+  m.impl("matmul_leaky_relu_backward", matmulLeakyReluBackward);
 }

@@ -1,5 +1,6 @@
-// tile::matmul and tile::matmul_leaky_relu on the CPU: one kernel compiled on first
-// call per (dtypes, config, target) that reads both operands through their strides.
+// tile::matmul, tile::matmul_leaky_relu and tile::matmul_leaky_relu_backward on the CPU:
+// one kernel compiled on first call per (dtypes, config, target) that reads both operands
+// through their strides.
 #include "AtenParallelFor.h"
 #include "MatmulCall.h"
 #include "MatmulTuning.h"
@@ -577,9 +578,28 @@ at::Tensor matmulLeakyRelu(const at::Tensor &a, const at::Tensor &b, double nega
   return matmulCpu("tile::matmul_leaky_relu", a, b, negativeSlope, outDtype, bias);
 }
 
+/// leaky_relu's backward applied to the product as the GPU kernels apply it, on the
+/// accumulator's float32 with one rounding to the output dtype, but after the CPU's kernel
+/// rather than inside it: the CPU's matmul takes many routes (rows as dots, transposed
+/// products, float16 as bfloat16 terms), each with its own epilogue, and on the CPU the
+/// pass over c costs a few percent of the GEMM, where on a GPU it costs a kernel's trip
+/// through memory.
+at::Tensor matmulLeakyReluBackward(const at::Tensor &a, const at::Tensor &b,
+                                   const at::Tensor &activation, double negativeSlope,
+                                   std::optional<at::ScalarType> outDtype) {
+  const char *op = "tile::matmul_leaky_relu_backward";
+  at::ScalarType out =
+      tile::binding::checkMatmulCall(op, a, b, /*epilogue=*/true, outDtype, std::nullopt);
+  tile::binding::checkActivation(op, activation, a, b, out);
+  at::Tensor product = matmul(a, b, at::kFloat, std::nullopt);
+  at::Tensor gated = at::where(activation.gt(0), product, product.mul(negativeSlope));
+  return gated.scalar_type() == out ? gated : gated.to(out);
+}
+
 } // namespace
 
 TORCH_LIBRARY_IMPL(tile, CPU, m) {
   m.impl("matmul", matmul);
   m.impl("matmul_leaky_relu", matmulLeakyRelu);
+  m.impl("matmul_leaky_relu_backward", matmulLeakyReluBackward);
 }

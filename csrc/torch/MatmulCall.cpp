@@ -101,7 +101,7 @@ enum Slot {
   kOp,
   kInput,
   kOutput,
-  kBias,
+  kEpilogueOperand, ///< the bias's dtype, or the activation's; -1 for neither
   kIndexBits,
   kM,
   kN,
@@ -111,6 +111,8 @@ enum Slot {
   kTf32,
   kDevice
 };
+/// The op, in the kOp slot.
+constexpr int64_t kMatmulOp = 0, kLeakyReluOp = 1, kLeakyReluBackwardOp = 2;
 /// The CPU specializes on no divisibility: there the slot records the copies the call
 /// writes: bit 0 a copy of a that the launch's threads share (see withMatrixTiles), bit 1
 /// panels of a b whose columns are not contiguous (made whatever the call's size).
@@ -140,6 +142,22 @@ tile::binding::MatmulCall::withConfig(const std::map<std::string, int64_t> &knob
   if (programs > std::numeric_limits<int32_t>::max())
     throw std::invalid_argument("the config needs more than 2**31 program instances");
   return {tuned, programs};
+}
+
+void tile::binding::checkActivation(const char *op, const at::Tensor &activation,
+                                    const at::Tensor &a, const at::Tensor &b, at::ScalarType out) {
+  TORCH_CHECK(activation.device() == a.device(), op, ": activation is on ", activation.device(),
+              " but the operands are on ", a.device());
+  TORCH_CHECK(activation.layout() == at::kStrided, op,
+              ": the activation must be a dense (strided) tensor");
+  TORCH_CHECK(activation.dim() == 2 && activation.size(0) == a.size(0) &&
+                  activation.size(1) == b.size(1),
+              op, ": activation must have the result's shape (M, N) = (", a.size(0), ", ",
+              b.size(1), "), got shape ", activation.sizes());
+  TORCH_CHECK_TYPE(activation.scalar_type() == a.scalar_type() || activation.scalar_type() == out,
+                   op, ": activation dtype ", activation.scalar_type(),
+                   " is neither the input dtype (", a.scalar_type(), ") nor the output dtype (",
+                   out, ")");
 }
 
 at::ScalarType tile::binding::checkMatmulCall(const char *op, const at::Tensor &a,
@@ -255,12 +273,15 @@ void tile::binding::prepareMatmul(MatmulCall &call, const char *op, const at::Te
                                   std::optional<at::ScalarType> outDtype,
                                   const std::optional<at::Tensor> &bias, const Target &target,
                                   bool contiguousRowsOfB, bool termsOfHalves,
-                                  std::optional<runtime::ScratchUse> cScratch) {
+                                  std::optional<runtime::ScratchUse> cScratch,
+                                  const std::optional<at::Tensor> &activation) {
   at::ScalarType out =
       termsOfHalves ? checkMatmulCall(op, a, b, negativeSlope.has_value(), at::kFloat, std::nullopt)
                     : checkMatmulCall(op, a, b, negativeSlope.has_value(), outDtype, bias);
   if (termsOfHalves && outDtype)
     out = *outDtype;
+  if (activation)
+    checkActivation(op, *activation, a, b, out);
   int64_t m = a.size(0), k = a.size(1), n = b.size(1);
   // A large enough CPU call reads b from a copy in panels, made from any layout, and so
   // does every call on AMX tile registers and every call whose b's rows are not contiguous
@@ -354,12 +375,20 @@ void tile::binding::prepareMatmul(MatmulCall &call, const char *op, const at::Te
   if (bias)
     biasOperand = operandOf(*bias);
   const runtime::StridedOperand *biasOrNone = biasOperand ? &*biasOperand : nullptr;
-  int64_t indexBits = runtime::matmulIndexBits(m, n, k, aOperand, bOperand, cOperand, biasOrNone);
+  std::optional<runtime::StridedOperand> activationOperand;
+  if (activation)
+    activationOperand = operandOf(*activation);
+  const runtime::StridedOperand *activationOrNone =
+      activationOperand ? &*activationOperand : nullptr;
+  int64_t indexBits =
+      runtime::matmulIndexBits(m, n, k, aOperand, bOperand, cOperand, biasOrNone, activationOrNone);
   runtime::CallSignature &signature = call.signature;
-  signature[kOp] = negativeSlope ? 1 : 0;
+  signature[kOp] = activation ? kLeakyReluBackwardOp : negativeSlope ? kLeakyReluOp : kMatmulOp;
   signature[kInput] = static_cast<int64_t>(a.scalar_type());
   signature[kOutput] = static_cast<int64_t>(out);
-  signature[kBias] = bias ? static_cast<int64_t>(bias->scalar_type()) : -1;
+  signature[kEpilogueOperand] = bias         ? static_cast<int64_t>(bias->scalar_type())
+                                : activation ? static_cast<int64_t>(activation->scalar_type())
+                                             : -1;
   signature[kIndexBits] = indexBits;
   signature[kM] = m;
   signature[kN] = n;
@@ -374,6 +403,9 @@ void tile::binding::prepareMatmul(MatmulCall &call, const char *op, const at::Te
   // stride: a contiguous bias is one vector load per block row, where a run-time stride
   // kept a gather beside it in every kernel.
   int64_t unitBiasStride = bias && (bias->stride(0) == 1 || n == 1) ? 1 << 6 : 0;
+  // Bits 7 and 8: the activation's strides (rows, columns), as a's, b's and c's.
+  if (activationOperand)
+    unitBiasStride |= runtime::unitStrideBits({&*activationOperand}) << 7;
   if (target.kind == TargetKind::Cpu) {
     // float16's bfloat16 terms are such a copy too, written by the launch's threads.
     // A copy per thread is read as a is in place: from the core's own cache.
@@ -391,8 +423,11 @@ void tile::binding::prepareMatmul(MatmulCall &call, const char *op, const at::Te
     // Bit 6: the bias's data 16-byte aligned, as fresh allocations are.
     int64_t alignedBias =
         bias && reinterpret_cast<uintptr_t>(bias->const_data_ptr()) % 16 == 0 ? 1 << 6 : 0;
-    signature[kDivisibility] =
-        runtime::divisibility16Bits({&aOperand, &bOperand, &cOperand}) | sizes << 3 | alignedBias;
+    // Bit 7: the activation's data and strides 16-byte aligned.
+    int64_t alignedActivation =
+        activationOperand ? runtime::divisibility16Bits({&*activationOperand}) << 7 : 0;
+    signature[kDivisibility] = runtime::divisibility16Bits({&aOperand, &bOperand, &cOperand}) |
+                               sizes << 3 | alignedBias | alignedActivation;
   }
   // float32 on NVIDIA follows torch's float32 matmul precision, as torch.matmul does:
   // 'highest' keeps exact FMAs, 'high' and 'medium' let cuBLAS (and so tile) use TF32.
@@ -407,15 +442,22 @@ void tile::binding::prepareMatmul(MatmulCall &call, const char *op, const at::Te
   std::optional<float> slope;
   if (negativeSlope)
     slope = static_cast<float>(*negativeSlope);
-  call.arguments.pack(aOperand, bOperand, call.c.data_ptr(), cStrides, biasOrNone, slope, indexBits);
+  if (activation)
+    call.activation = *activation;
+  call.arguments.pack(aOperand, bOperand, call.c.data_ptr(), cStrides, biasOrNone, slope, indexBits,
+                      activationOrNone);
 }
 
 void tile::binding::MatmulCall::specify() {
   const runtime::CallSignature &signature = this->signature;
-  spec.op = signature[kOp] ? "matmul_leaky_relu" : "matmul";
+  spec.op = signature[kOp] == kLeakyReluBackwardOp ? "matmul_leaky_relu_backward"
+            : signature[kOp] == kLeakyReluOp       ? "matmul_leaky_relu"
+                                                   : "matmul";
   spec.dtypes = {specDtype(a.scalar_type()), specDtype(c.scalar_type())};
   if (bias.defined())
     spec.dtypes.push_back(specDtype(bias.scalar_type()));
+  if (activation.defined())
+    spec.dtypes.push_back(specDtype(activation.scalar_type()));
   spec.config = ops::defaultMatmulConfig(*target, signature[kM], signature[kN], signature[kK],
                                          spec.dtypes[0]);
   spec.config["index_bits"] = signature[kIndexBits];

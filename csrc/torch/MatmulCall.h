@@ -34,6 +34,8 @@ struct MatmulCall {
   /// 32 KB or more; see launchCpuInRowBands).
   bool aInRowBands = false;
   at::Tensor bias; ///< undefined without one
+  /// matmul_leaky_relu_backward's activation (M x N); undefined for the other ops
+  at::Tensor activation;
   const Target *target = nullptr;
   const char *op = nullptr;
   /// What chooses the kernel and the grid, as plain numbers (see specify()).
@@ -66,6 +68,11 @@ at::ScalarType checkMatmulCall(const char *op, const at::Tensor &a, const at::Te
                                bool epilogue, std::optional<at::ScalarType> outDtype,
                                const std::optional<at::Tensor> &bias);
 
+/// Checks matmul_leaky_relu_backward's activation: the result's shape (M x N), on the
+/// operands' device, in the input or the output dtype.
+void checkActivation(const char *op, const at::Tensor &activation, const at::Tensor &a,
+                     const at::Tensor &b, at::ScalarType out);
+
 /// Checks the operands (checkMatmulCall), allocates c, and fills
 /// `call` with the arguments and the signature; no spec yet (specify()). `target` must
 /// outlive the call. `contiguousRowsOfB` copies a b whose rows are not contiguous (the
@@ -75,12 +82,15 @@ at::ScalarType checkMatmulCall(const char *op, const at::Tensor &a, const at::Te
 /// `termsOfHalves`: a and b are the bfloat16 terms of a float16 call whose output dtype
 /// (float16 or float32) and bias the caller checked on its own operands. `cScratch`: c in
 /// the calling thread's scratch for that use (see runtime::threadScratch), for a result the
-/// caller consumes before its next call for the same use.
+/// caller consumes before its next call for the same use. `activation`: the M x N operand
+/// of matmul_leaky_relu_backward's epilogue (checkActivation), whose sign gates
+/// negativeSlope.
 void prepareMatmul(MatmulCall &call, const char *op, const at::Tensor &a, const at::Tensor &b,
                    std::optional<double> negativeSlope, std::optional<at::ScalarType> outDtype,
                    const std::optional<at::Tensor> &bias, const Target &target,
                    bool contiguousRowsOfB, bool termsOfHalves = false,
-                   std::optional<runtime::ScratchUse> cScratch = std::nullopt);
+                   std::optional<runtime::ScratchUse> cScratch = std::nullopt,
+                   const std::optional<at::Tensor> &activation = std::nullopt);
 
 /// Whether the CPU kernel of a call reads b from a copy in panels (see PanelPacking.h):
 /// where the call is large enough to repay the copy, whatever b's layout. `groupsOfK`: the

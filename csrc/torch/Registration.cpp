@@ -11,6 +11,11 @@ TORCH_LIBRARY(tile, m) {
   m.def("matmul_leaky_relu(Tensor a, Tensor b, float negative_slope=0.01, *, "
         "ScalarType? out_dtype=None, Tensor? bias=None) -> Tensor",
         tags);
+  // leaky_relu's backward in the epilogue: (a @ b) where activation > 0, else (a @ b) *
+  // negative_slope; activation is leaky_relu's input or, for a slope >= 0, its output.
+  m.def("matmul_leaky_relu_backward(Tensor a, Tensor b, Tensor activation, "
+        "float negative_slope=0.01, *, ScalarType? out_dtype=None) -> Tensor",
+        tags);
   // The slope as a 0-d tensor (a graph input under dynamic=True), read at run time.
   m.def("matmul_leaky_relu.Tensor(Tensor a, Tensor b, Tensor negative_slope, *, "
         "ScalarType? out_dtype=None, Tensor? bias=None) -> Tensor",

@@ -96,7 +96,7 @@ MAX_OPERAND_SETS = 16
 
 FOLDER = "backend-verdicts"
 FORMAT = "torch_tile backend verdict 1"
-OPS = ("matmul", "matmul_leaky_relu")
+OPS = ("matmul", "matmul_leaky_relu", "matmul_leaky_relu_backward")
 CHOICES = ("tile", "aten")
 # The fields of a key that describe where it was measured, as opposed to what.
 CONTEXT_FIELDS = ("device_type", "device", "threads", "compiler", "build", "torch", "tuning",
@@ -229,14 +229,14 @@ def _shape_of(fake) -> tuple[list[int], list[int]]:
     return [_hint(s) for s in fake.shape], [_hint(s) for s in fake.stride()]
 
 
-def _operand(fake, generator) -> torch.Tensor:
-    """A random real tensor with `fake`'s sizes, strides, dtype and device."""
+def _operand(fake, generator, device) -> torch.Tensor:
+    """A random real tensor on `device` with `fake`'s sizes, strides and dtype."""
     sizes, strides = _shape_of(fake)
     if _overlaps(sizes, strides):
         # Elements that share memory (a stride of 0) cannot be filled at random; tile reads
         # such an operand as any other strided one, so a dense one times the same.
         strides = torch.empty(sizes, device="meta").stride()
-    real = torch.empty_strided(sizes, strides, dtype=fake.dtype, device=fake.device)
+    real = torch.empty_strided(sizes, strides, dtype=fake.dtype, device=device)
     return real.normal_(generator=generator)
 
 
@@ -294,17 +294,21 @@ def _median_seconds(runs, device: torch.device) -> list[float]:
 
 def _time(op: str, a, b, bias=None) -> tuple[float, float]:
     """(tile, aten) median seconds of `op` on random operands shaped as fakes a and b, with
-    the bias shaped as fake `bias` added (aten's addmm) where there is one."""
+    the bias shaped as fake `bias` added (aten's addmm) where there is one, and for
+    matmul_leaky_relu_backward an activation of the result's shape."""
     from torch._subclasses.fake_tensor import unset_fake_temporarily
 
     with unset_fake_temporarily(), torch.no_grad():
         generator = torch.Generator(a.device).manual_seed(0)  # the user's RNG is left alone
         fakes = [a, b] if bias is None else [a, b, bias]
-        sets = [[_operand(f, generator) for f in fakes]]
+        if op == "matmul_leaky_relu_backward":
+            fakes.append(torch.empty((_hint(a.shape[0]), _hint(b.shape[1])), dtype=a.dtype,
+                                     device="meta"))
+        sets = [[_operand(f, generator, a.device) for f in fakes]]
         if a.device.type == "cpu":
             set_bytes = sum(t.untyped_storage().nbytes() for t in sets[0])
             count = min(MAX_OPERAND_SETS, -(-COLD_OPERAND_BYTES // max(set_bytes, 1)))
-            sets += [[_operand(f, generator) for f in fakes] for _ in range(count - 1)]
+            sets += [[_operand(f, generator, a.device) for f in fakes] for _ in range(count - 1)]
         turn = itertools.count()
 
         def operands():
@@ -320,6 +324,21 @@ def _time(op: str, a, b, bias=None) -> tuple[float, float]:
 
         if op == "matmul":
             runs = [lambda: tile_gemm(tile.matmul), gemm]
+        elif op == "matmul_leaky_relu_backward":
+            # Inductor's gate after aten's GEMM is a pointwise kernel of the GEMM's output
+            # and the activation, as aten's leaky_relu_backward is.
+            def tile_gated():
+                x, y, activation = operands()
+                return tile.matmul_leaky_relu_backward(x, y, activation, SLOPE)
+
+            def aten_gated():
+                x, y, activation = operands()
+                return aten.leaky_relu_backward(aten.mm(x, y), activation, SLOPE, False)
+
+            runs = [tile_gated, aten_gated]
+            if a.device.type == "cpu":  # as for matmul_leaky_relu below
+                one = torch.zeros(1)
+                runs.append(lambda: aten.leaky_relu_backward(one, one, SLOPE, False))
         else:
             # Outside max-autotune Inductor calls aten's GEMM as an extern kernel, so the
             # leaky_relu after it runs as a kernel of its own. In place: a second output
@@ -485,7 +504,7 @@ def _load_folder() -> None:
 
 
 def tile_wins(op: str, a, b, bias=None) -> bool:
-    """Whether tile's `op` ("matmul" or "matmul_leaky_relu") beats aten's on operands
+    """Whether tile's `op` (one of OPS) beats aten's on operands
     shaped as fake (or real) 2-D tensors a and b, with a 1-D `bias` added where given (the
     kernel's bias; aten's addmm), by the verdict of their bucket: known, read from the
     disk cache, or measured now."""

@@ -6,11 +6,13 @@ graph Inductor lowers: the inference graph, and the forward and the backward of 
 By then the partitioner has fixed what the forward saves, so a rewrite sees everything that
 reads a value it replaces, and Inductor's patterns have settled which GEMMs are mm and which
 addmm. There, leaky_relu(x, slope) is decomposed into where(gt(x, 0), x, mul(x, slope)) and
-its backward reads the mask gt(x, 0). Left alone, the partitioner has the forward compute
-that mask and save it (a byte per element, where x itself would take two), which costs a
-pointwise kernel of its own once x lives only inside the fused kernel. So a pass on the
-joint graph (JointRewritePass, before the partition) first points the backward's mask at
-leaky_relu's output, which the next GEMM's backward saves anyway.
+its backward into where(gt(x, 0), grad, mul(grad, slope)). Left alone, the partitioner has
+the forward compute that mask and save it (a byte per element, where x itself would take
+two), which costs a pointwise kernel of its own once x lives only inside the fused kernel.
+So a pass on the joint graph (JointRewritePass, before the partition) first points the
+backward's mask at leaky_relu's output, which the next GEMM's backward saves anyway. The
+backward's grad is a GEMM's output too (the next layer's gradient times its weight): that
+GEMM takes the gate into its epilogue (tile.matmul_leaky_relu_backward).
 
 Which GEMMs move to tile is torch_tile.config.backend_matmul's: every eligible one
 ("always"), none ("never"), or those whose shape bucket tile was measured to win on this
@@ -58,8 +60,8 @@ GemmFilter = Callable[..., bool] | None
 
 # Kernels Inductor calls as they are: no pointwise kernel fuses into their inputs or outputs.
 _TILE_OPS = (tile.matmul.default, tile.matmul_leaky_relu.default,
-             tile.matmul_leaky_relu.Tensor, tile.vector_add.default,
-             tile_inductor.matmul_leaky_relu_bias.default)
+             tile.matmul_leaky_relu.Tensor, tile.matmul_leaky_relu_backward.default,
+             tile.vector_add.default, tile_inductor.matmul_leaky_relu_bias.default)
 
 
 def _val(node):
@@ -214,6 +216,88 @@ def fuse_matmul_leaky_relu(graph: torch.fx.Graph, wanted: GemmFilter = None,
     return fused_count
 
 
+def _leaky_relu_backward_parts(where):
+    """(x, activation, slope, mask, scaled) when `where` is leaky_relu's backward as
+    decomposed, where(gt(activation, 0), x, mul(x, slope)), x being the gradient of its
+    output and activation its input or output (the joint pass points it at the output), with
+    a constant slope; None otherwise. Any slope: the rewrite computes the same where."""
+    if where.target != aten.where.self:
+        return None
+    mask, x, scaled = where.args
+    if not all(isinstance(node, torch.fx.Node) for node in (mask, x, scaled)):
+        return None
+    if not (mask.target == aten.gt.Scalar and len(mask.args) == 2 and mask.args[1] == 0
+            and isinstance(mask.args[0], torch.fx.Node) and mask.args[0] is not x):
+        return None
+    if not (scaled.target == aten.mul.Tensor and scaled.args[0] is x):
+        return None
+    slope = scaled.args[1]
+    if isinstance(slope, bool) or not isinstance(slope, (int, float)) or not math.isfinite(slope):
+        return None
+    activation = mask.args[0]
+    # gt(widened, 0) of a float16 or bfloat16 activation: its own sign is the same.
+    if (activation.target == torch.ops.prims.convert_element_type.default
+            and isinstance(activation.args[0], torch.fx.Node)
+            and _val(activation.args[0]) is not None
+            and _val(activation.args[0]).dtype in (torch.float16, torch.bfloat16)):
+        activation = activation.args[0]
+    return x, activation, float(slope), mask, scaled
+
+
+def fuse_matmul_leaky_relu_backward(graph: torch.fx.Graph, wanted: GemmFilter = None) -> int:
+    """leaky_relu's backward of a GEMM's output, where(gt(activation, 0), mm(a, b),
+    mul(mm(a, b), slope)) (the backward of a Linear followed by leaky_relu: the gradient of
+    the Linear's output, the next layer's gradient times its weight, gated by the
+    activation's sign) -> tile.matmul_leaky_relu_backward(a, b, activation, slope); returns
+    how many were fused.
+
+    The gate then applies in the GEMM's epilogue, where Inductor's kernel for it read the
+    GEMM's output and the activation and wrote the gradient: one trip through memory of the
+    three where the fused kernel reads the activation alone. Only where nothing else reads
+    the GEMM's output, the activation has the output's shape, and `wanted` accepts it.
+    """
+    fused_count = 0
+    for where in list(graph.nodes):
+        parts = _leaky_relu_backward_parts(where)
+        if parts is None:
+            continue
+        x, activation, slope, mask, scaled = parts
+        gemm_node, narrowed = _widened_gemm(x, where)
+        gemm = _gemm_parts(gemm_node)
+        if gemm is None or gemm[2] is not None:
+            continue
+        a, b, _ = gemm
+        out, act = _val(narrowed if narrowed is not None else where), _val(activation)
+        if not (isinstance(act, torch.Tensor) and act.device == out.device
+                and act.dtype in (_val(a).dtype, out.dtype)
+                and statically_known_true(sym_eq(act.shape, out.shape))):
+            continue
+        if set(x.users) != {where, scaled} or set(scaled.users) != {where}:
+            continue
+        if wanted is not None and not wanted("matmul_leaky_relu_backward", _val(a), _val(b)):
+            continue
+        # After both of its inputs: the activation may be computed after the GEMM.
+        order = {node: i for i, node in enumerate(graph.nodes)}
+        anchor = max(x, activation, key=order.__getitem__)
+        fused = _insert_after(anchor, tile.matmul_leaky_relu_backward.default,
+                              (a, b, activation, slope))
+        (where if narrowed is None else narrowed).replace_all_uses_with(fused)
+        if narrowed is not None:
+            graph.erase_node(narrowed)
+        graph.erase_node(where)
+        graph.erase_node(scaled)
+        if not mask.users:
+            widened = mask.args[0]
+            graph.erase_node(mask)
+            if widened is not activation and not widened.users:
+                graph.erase_node(widened)
+        graph.erase_node(x)
+        if gemm_node is not x:
+            graph.erase_node(gemm_node)
+        fused_count += 1
+    return fused_count
+
+
 def _same_value_at_f32(node, source) -> bool:
     """`node` is `source` widened to float32."""
     return (node.target == torch.ops.prims.convert_element_type.default
@@ -348,7 +432,8 @@ def add_to_vector_add(graph: torch.fx.Graph, min_elements: dict[str, int]) -> in
 class TileRewritePass(CustomGraphPass):
     """The rewrites above as an Inductor post-grad pass; `uuid` keys Inductor's caches.
 
-    matmul: whether plain mm and addmm move to tile (the mm + leaky_relu fusion always may).
+    matmul: whether plain mm and addmm move to tile (the fusions with leaky_relu and its
+    backward always may).
     backend_matmul: "auto", "always" or "never" for those GEMM rewrites; None follows
     torch_tile.config.backend_matmul as it is at each compile.
     """
@@ -384,6 +469,7 @@ class TileRewritePass(CustomGraphPass):
             wanted = backend_choice.tile_wins if choice == "auto" else None
             counts["matmul_leaky_relu"] = fuse_matmul_leaky_relu(
                 graph, wanted, timed=self._fusion_autotuned())
+            counts["matmul_leaky_relu_backward"] = fuse_matmul_leaky_relu_backward(graph, wanted)
             if self.matmul:
                 counts["matmul"] = matmul_to_tile(graph, wanted)
         if self.vector_add_min_elements:

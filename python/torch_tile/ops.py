@@ -1,6 +1,7 @@
 """Fake (meta) kernels of the tile ops, for tracing under torch.compile and export with
-symbolic sizes. Their autograd formulas are in C++ (csrc/torch/Autograd.cpp), where
-calls that need no gradient pay nothing for them.
+symbolic sizes. The autograd formulas of the three public ops are in C++
+(csrc/torch/Autograd.cpp), where calls that need no gradient pay nothing for them;
+matmul_leaky_relu_backward, which compiled backward graphs call, has its own here.
 """
 
 import torch
@@ -98,3 +99,46 @@ def matmul_leaky_relu_bias(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor,
 @matmul_leaky_relu_bias.register_fake
 def _matmul_leaky_relu_bias_fake(a, b, bias, negative_slope):
     return _matmul_leaky_relu_fake(a, b, negative_slope, bias=bias)
+
+
+def _check_activation(name, activation, a, b, out):
+    """The activation of leaky_relu's backward: the result's shape (M, N), on the operands'
+    device, in the input or the output dtype."""
+    torch._check(activation.device == a.device,
+                 lambda: f"tile::{name}: activation is on {activation.device} but the operands "
+                         f"are on {a.device}")
+    torch._check(activation.dim() == 2 and activation.shape[0] == a.shape[0]
+                 and activation.shape[1] == b.shape[1],
+                 lambda: f"tile::{name}: activation must have the result's shape (M, N) = "
+                         f"({a.shape[0]}, {b.shape[1]}), got shape {tuple(activation.shape)}")
+    torch._check(activation.dtype in (a.dtype, out),
+                 lambda: f"tile::{name}: activation dtype {activation.dtype} is neither the input "
+                         f"dtype ({a.dtype}) nor the output dtype ({out})")
+
+
+@torch.library.register_fake("tile::matmul_leaky_relu_backward")
+def _matmul_leaky_relu_backward_fake(a, b, activation, negative_slope=0.01, *, out_dtype=None):
+    name = "matmul_leaky_relu_backward"
+    out = _matmul_out_dtype(name, a, b, out_dtype, epilogue=True)
+    _check_activation(name, activation, a, b, out)
+    return a.new_empty((a.shape[0], b.shape[1]), dtype=out)
+
+
+def _leaky_relu_backward_setup(ctx, inputs, keyword_only_inputs, output):
+    a, b, activation, negative_slope = inputs[:4]
+    ctx.save_for_backward(a, b, activation)
+    ctx.negative_slope = negative_slope
+
+
+def _leaky_relu_backward_grads(ctx, grad):
+    # The op is linear in a @ b, gated by the activation's sign: its gradient passes the
+    # same gate back through the product. The gate is a step of the activation: no gradient.
+    a, b, activation = ctx.saved_tensors
+    gated = torch.where(activation > 0, grad, grad * ctx.negative_slope).to(a.dtype)
+    grad_a = torch.ops.tile.matmul(gated, b.t()) if ctx.needs_input_grad[0] else None
+    grad_b = torch.ops.tile.matmul(a.t(), gated) if ctx.needs_input_grad[1] else None
+    return grad_a, grad_b, None, None
+
+
+torch.library.register_autograd("tile::matmul_leaky_relu_backward", _leaky_relu_backward_grads,
+                                setup_context=_leaky_relu_backward_setup)

@@ -376,6 +376,19 @@ TEST(GpuCodegen, DefaultMatmulConfigsUseNoScratchOnAnyAmdArch) {
       EXPECT_EQ(binary.resources.scratchBytes, 0) << arch << " " << dtype;
       EXPECT_EQ(binary.resources.vgprSpills, 0) << arch << " " << dtype;
       EXPECT_GE(binary.resources.wavesPerSimd, 1) << arch << " " << dtype;
+      if (std::string(dtype) == "i8")
+        continue;
+      // leaky_relu's backward reads an activation of c's shape in the epilogue, aligned,
+      // rows contiguous (unit_strides bit 8, divisibility_16 bit 7).
+      auto gatedConfig = config;
+      gatedConfig["unit_strides"] = 0b100101010;
+      gatedConfig["divisibility_16"] = 0b10111111;
+      auto gatedModule = ops::buildKernel(
+          *context, {"matmul_leaky_relu_backward", {dtype, out, dtype}, gatedConfig});
+      Binary gated = compile(*gatedModule, target, options);
+      EXPECT_EQ(gated.resources.scratchBytes, 0) << arch << " " << dtype << " leaky_relu backward";
+      EXPECT_EQ(gated.resources.vgprSpills, 0) << arch << " " << dtype << " leaky_relu backward";
+      EXPECT_GE(gated.resources.wavesPerSimd, 1) << arch << " " << dtype << " leaky_relu backward";
     }
 }
 

@@ -38,12 +38,13 @@ std::map<std::string, int64_t> alignedConfig(const std::string &dtype, int64_t u
   return config;
 }
 
+/// `third`: the dtype of the bias (matmul) or of the activation (matmul_leaky_relu_backward).
 Binary binaryOf(const std::string &dtype, const std::map<std::string, int64_t> &config,
                 const std::string &out = "", bool assembleWithPtxas = false,
-                const std::string &bias = "") {
-  ops::KernelSpec spec{"matmul", {dtype, out.empty() ? (dtype == "i8" ? "i32" : dtype) : out}, config};
-  if (!bias.empty())
-    spec.dtypes.push_back(bias);
+                const std::string &third = "", const std::string &op = "matmul") {
+  ops::KernelSpec spec{op, {dtype, out.empty() ? (dtype == "i8" ? "i32" : dtype) : out}, config};
+  if (!third.empty())
+    spec.dtypes.push_back(third);
   auto context = createContext();
   auto module = ops::buildKernel(*context, spec);
   CompileOptions options = ops::compileOptionsFor(spec);
@@ -603,6 +604,25 @@ TEST(WarpgroupMma, KnobsOnlyTheSpecializedPipelineHonoursAreRefused) {
   refused(Target::parse("hip:gfx942"), clusterAlone, "num_ctas=2");
 }
 
+TEST(WarpgroupMma, LeakyReluBackwardReadsTheActivationInPairs) {
+  // The activation arrives in the accumulator's own layout, each lane's pairs of columns as
+  // one 32-bit read: unchecked in blocks wholly inside M and N, predicated on the pair's
+  // place at the edges (no branch per element). A 128 x 256 block over 256 threads holds
+  // 128 elements per thread: 64 pairs on each path.
+  auto config = specialized(alignedConfig("f16"), true);
+  config["unit_strides"] |= 1 << 8;
+  config["divisibility_16"] |= 1 << 7;
+  std::string plain = asmOf(binaryOf("f16", config, "f16", false, "", "matmul"));
+  std::string gated =
+      asmOf(binaryOf("f16", config, "f16", false, "f16", "matmul_leaky_relu_backward"));
+  auto reads = [](const std::string &ptx, const std::string &what) {
+    return occurrences(ptx, what + " ") + occurrences(ptx, what + "\t");
+  };
+  EXPECT_EQ(reads(gated, "ld.global.b32") - reads(plain, "ld.global.b32"), 2 * 64);
+  EXPECT_EQ(reads(gated, "@p ld.global.b32"), 64);
+  EXPECT_EQ(reads(gated, "ld.global.b16"), reads(plain, "ld.global.b16"));
+}
+
 TEST(WarpgroupMma, PtxasAssemblesTheKernelsWithoutSpills) {
   auto ptxas = llvm::sys::findProgramByName("ptxas");
   if (!ptxas)
@@ -613,10 +633,18 @@ TEST(WarpgroupMma, PtxasAssemblesTheKernelsWithoutSpills) {
     config["unit_strides"] |= 1 << 6;
     return config;
   };
+  // leaky_relu's backward reads an activation of c's shape in the epilogue (unit column
+  // stride, aligned).
+  auto withActivation = [](std::map<std::string, int64_t> config) {
+    config["unit_strides"] |= 1 << 8;
+    config["divisibility_16"] |= 1 << 7;
+    return config;
+  };
   struct Kernel {
     std::string dtype;
     std::map<std::string, int64_t> config;
     std::string bias;
+    std::string op = "matmul";
   };
   std::vector<Kernel> kernels = {
       {"f16", alignedConfig("f16"), ""},
@@ -631,13 +659,18 @@ TEST(WarpgroupMma, PtxasAssemblesTheKernelsWithoutSpills) {
       {"f16", withBias(alignedConfig("f16")), "f16"},
       {"bf16", withBias(alignedConfig("bf16")), "bf16"},
       {"f16", withBias(specialized(alignedConfig("f16"), true)), "f16"},
+      {"f16", withActivation(specialized(alignedConfig("f16"), true)), "f16",
+       "matmul_leaky_relu_backward"},
+      {"bf16", withActivation(specialized(alignedConfig("bf16"), true)), "bf16",
+       "matmul_leaky_relu_backward"},
+      {"f16", withActivation(alignedConfig("f16")), "f16", "matmul_leaky_relu_backward"},
   };
-  for (const auto &[dtype, config, bias] : kernels) {
+  for (const auto &[dtype, config, bias, op] : kernels) {
     llvm::SmallString<128> ptxPath, cubinPath, logPath;
     ASSERT_FALSE(llvm::sys::fs::createTemporaryFile("wgmma", "ptx", ptxPath));
     ASSERT_FALSE(llvm::sys::fs::createTemporaryFile("wgmma", "cubin", cubinPath));
     ASSERT_FALSE(llvm::sys::fs::createTemporaryFile("wgmma", "log", logPath));
-    std::ofstream(ptxPath.c_str()) << asmOf(binaryOf(dtype, config, "", false, bias));
+    std::ofstream(ptxPath.c_str()) << asmOf(binaryOf(dtype, config, "", false, bias, op));
     llvm::StringRef args[] = {*ptxas, "-arch=sm_90a", "-v", ptxPath, "-o", cubinPath};
     std::optional<llvm::StringRef> redirects[] = {std::nullopt, logPath.str(), logPath.str()};
     int rc = llvm::sys::ExecuteAndWait(*ptxas, args, std::nullopt, redirects);

@@ -3,6 +3,7 @@
 and the backward, with static and dynamic shapes, and leaves the rest to Inductor.
 """
 
+import re
 import subprocess
 import sys
 
@@ -65,6 +66,12 @@ def assert_matches(got, want, tolerance=1e-4):
         assert relative_error(g, w) < tolerance
 
 
+def inductor_kernels(code):
+    """The names of the kernels Inductor generated in `code` (named after the ops they
+    compute), on the CPU or a GPU."""
+    return set(re.findall(r"\b(?:cpp|triton)_(?:poi|red|per|fused)\w*", code))
+
+
 def tile_ops_profiled(fn):
     with torch.profiler.profile() as profile:
         fn()
@@ -110,16 +117,20 @@ def test_mlp_training_matches_eager_and_runs_tile(first_bias, dtype, tolerance):
     assert fused == 1
     assert ("0.1, bias=primals_" in forward_code) == first_bias
     assert forward_code.count(", bias=primals_") == (2 if first_bias else 1)
-    assert backward_code.count("torch.ops.tile.matmul.default(") == 4
     # The backward takes leaky_relu's mask from the fused output, which down's weight
-    # gradient reads anyway: the forward computes and saves no mask of its own.
+    # gradient reads anyway: the forward computes and saves no mask of its own. The GEMM
+    # whose output is the gradient of leaky_relu's output (out_grad @ down's weight) applies
+    # leaky_relu's backward in its epilogue: no kernel of Inductor's computes it.
     assert "torch.bool" not in forward_code
+    assert backward_code.count("torch.ops.tile.matmul_leaky_relu_backward.default(") == 1
+    assert backward_code.count("torch.ops.tile.matmul.default(") == 3
+    assert not [k for k in inductor_kernels(backward_code) if "leaky" in k or "where" in k]
     # On this CPU no add is worth tile.vector_add (graph_rewrites.VECTOR_ADD_MIN_ELEMENTS).
     assert "vector_add" not in forward_code + backward_code
 
     x, out_grad = torch.randn(32, 64, dtype=dtype), torch.randn(32, 64, dtype=dtype)
     assert tile_ops_profiled(lambda: training_step(compiled, x, out_grad)) == {
-        "tile::matmul", "tile::matmul_leaky_relu"}
+        "tile::matmul", "tile::matmul_leaky_relu", "tile::matmul_leaky_relu_backward"}
     assert_matches(training_step(compiled, x, out_grad), training_step(model, x, out_grad),
                    tolerance)
 
@@ -192,10 +203,11 @@ def test_dynamic_shapes_compile_once_with_fullgraph(dynamic):
     assert counter.frame_count == 1
     # dynamic=True also turns float attributes such as the slope into graph inputs
     # (torch._dynamo.config.specialize_float is False): its sign unknown when compiling,
-    # the backward's mask could not read the fused output, so the pair is not fused.
+    # the backward's mask could not read the fused output, so the pair is not fused, and
+    # leaky_relu's backward stays Inductor's too (its gate takes a constant slope).
     assert tile_ops_profiled(lambda: training_step(compiled, x, out_grad)) == (
-        {"tile::matmul", "tile::matmul_leaky_relu"} if dynamic == "mark_dynamic"
-        else {"tile::matmul"})
+        {"tile::matmul", "tile::matmul_leaky_relu", "tile::matmul_leaky_relu_backward"}
+        if dynamic == "mark_dynamic" else {"tile::matmul"})
     # Either way the biases stay in the kernels' epilogues, at every size.
     with torch.no_grad():
         _, (code,) = run_and_get_code(compiled, torch.randn(72, 64))

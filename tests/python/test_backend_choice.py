@@ -123,6 +123,31 @@ class MLP(nn.Module):
         return self.down(F.leaky_relu(self.up(x), 0.1)) + x
 
 
+@pytest.mark.parametrize("fusion", ["tile", "aten"])
+def test_the_backward_fusion_follows_a_verdict_of_its_own(fusion):
+    # The gradient of leaky_relu's input, out_grad @ down's weight gated by the activation's
+    # sign, is fused into one tile kernel only where its own verdict says so; otherwise its
+    # GEMM is judged as a plain matmul (here tile's) and the gate stays Inductor's.
+    runtime.set_backend_verdict("matmul_leaky_relu_backward", F32, (32, 128, 64), fusion)
+    for shape, layout, bias in [((32, 128, 64), "NN", False), ((32, 64, 128), "NN", False),
+                                ((32, 128, 64), "NT", False),
+                                ((32, 64, 128), "NT", True), ((64, 128, 32), "TN", False),
+                                ((128, 64, 32), "TN", False)]:
+        runtime.set_backend_verdict("matmul", F32, shape, "tile", layout=layout, bias=bias)
+    runtime.set_backend_verdict("matmul_leaky_relu", F32, (32, 128, 64), "tile", layout="NT")
+    model = MLP()
+    x, out_grad = torch.randn(32, 64), torch.randn(32, 64)
+    compiled = torch.compile(model, backend="tile", fullgraph=True)
+    got, (_, backward_code) = run_and_get_code(training_step, compiled, x, out_grad)
+    for g, want in zip(got, training_step(model, x, out_grad), strict=True):
+        assert relative_error(g, want) < 1e-4
+    fused = backward_code.count("torch.ops.tile.matmul_leaky_relu_backward.default(")
+    assert fused == (1 if fusion == "tile" else 0)
+    assert backward_code.count("torch.ops.tile.matmul.default(") == (3 if fusion == "tile" else 4)
+    assert "extern_kernels.mm(" not in backward_code
+    assert runtime.backend_verdict_stats()["timed"] == 0
+
+
 def test_a_gemm_with_a_bias_has_verdicts_of_its_own():
     # aten adds a Linear's bias inside its GEMM (addmm), which can run faster than its
     # plain mm: the verdict of the plain product of a bucket does not decide the Linear's.
@@ -179,8 +204,10 @@ def test_the_fused_op_on_the_cpu_is_timed_without_eagers_extra_call(monkeypatch)
     monkeypatch.setattr(backend_choice, "_median_seconds", fixed)
     a, b = torch.randn(64, 64), torch.randn(64, 128)
     assert backend_choice._time("matmul_leaky_relu", a, b) == pytest.approx((30e-6, 29e-6))
+    assert backend_choice._time("matmul_leaky_relu_backward", a, b) == pytest.approx(
+        (30e-6, 29e-6))
     assert backend_choice._time("matmul", a, b) == (30e-6, 33e-6)
-    assert runs_seen == [3, 2]
+    assert runs_seen == [3, 3, 2]
 
 
 @pytest.mark.parametrize("setting", ["always", "never"])
@@ -202,7 +229,8 @@ def test_always_and_never_overrule_the_verdicts_and_match_eager(setting):
     if setting == "always":
         assert "extern_kernels.mm(" not in code and "extern_kernels.addmm(" not in code
         assert forward_code.count("torch.ops.tile.matmul_leaky_relu.default(") == 1
-        assert code.count("torch.ops.tile.matmul.default(") == 5
+        assert backward_code.count("torch.ops.tile.matmul_leaky_relu_backward.default(") == 1
+        assert code.count("torch.ops.tile.matmul.default(") == 4
     else:
         assert "torch.ops.tile" not in code
         assert code.count("extern_kernels.mm(") + code.count("extern_kernels.addmm(") == 6

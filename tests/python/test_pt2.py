@@ -23,7 +23,8 @@ def matrices(shape, dtype, grad=False):
 
 
 def test_ops_are_tagged_pt2_compliant():
-    for op in (torch.ops.tile.vector_add, torch.ops.tile.matmul, torch.ops.tile.matmul_leaky_relu):
+    for op in (torch.ops.tile.vector_add, torch.ops.tile.matmul, torch.ops.tile.matmul_leaky_relu,
+               torch.ops.tile.matmul_leaky_relu_backward):
         assert torch.Tag.pt2_compliant_tag in op.default.tags
     assert torch.Tag.pt2_compliant_tag in torch.ops.tile.matmul_leaky_relu.Tensor.tags
 

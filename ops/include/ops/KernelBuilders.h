@@ -17,8 +17,10 @@ mlir::OwningOpRef<mlir::ModuleOp> buildKernel(mlir::MLIRContext &context, const 
 mlir::OwningOpRef<mlir::ModuleOp> buildVectorAdd(mlir::MLIRContext &context,
                                                  const KernelSpec &spec);
 
-/// C = A @ B with an optional leaky_relu epilogue (op "matmul" or "matmul_leaky_relu"),
-/// dtypes {input, output}, knobs BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M and index_bits.
+/// C = A @ B with an optional epilogue: op "matmul", "matmul_leaky_relu", or
+/// "matmul_leaky_relu_backward" (leaky_relu's backward gated by an activation's sign);
+/// dtypes {input, output} and the bias's or the activation's, knobs BLOCK_M, BLOCK_N,
+/// BLOCK_K, GROUP_M and index_bits.
 mlir::OwningOpRef<mlir::ModuleOp> buildMatmul(mlir::MLIRContext &context, const KernelSpec &spec);
 
 /// The MLIR element type named by a KernelSpec dtype string.

@@ -208,6 +208,38 @@ std::optional<SmallVector<Run>> contiguousRuns(ConversionPatternRewriter &rewrit
   return runs;
 }
 
+/// A run of `type` at `ptr`, `alignBytes` aligned, where `on` (i1), else zeros. NVIDIA
+/// (`ptx`): one predicated PTX load where the run makes 32 or 64 bits, as the m16n8 layout's
+/// pairs of 16- or 32-bit elements do, so that the edge's reads are all in flight at once
+/// with no branches; elsewhere a branch around the load.
+Value predicatedRunRead(OpBuilder &b, Location loc, VectorType type, Value ptr, Value on,
+                        int64_t alignBytes, bool ptx) {
+  unsigned bits = type.getNumElements() * type.getElementTypeBitWidth();
+  if (ptx && (bits == 32 || bits == 64)) {
+    std::string width = std::to_string(bits);
+    std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $1, 0;\nmov.b" + width +
+                       " $0, 0;\n@p ld.global.b" + width + " $0, [$2];\n}";
+    Type integer = b.getIntegerType(bits);
+    Value flag = arith::ExtUIOp::create(b, loc, b.getI32Type(), on);
+    auto read =
+        LLVM::InlineAsmOp::create(b, loc, TypeRange{integer}, ValueRange{flag, ptr}, text,
+                                  bits == 32 ? "=r,r,l" : "=l,r,l", /*has_side_effects=*/false,
+                                  /*is_align_stack=*/false, LLVM::tailcallkind::TailCallKind::None,
+                                  LLVM::AsmDialectAttr(), ArrayAttr());
+    return LLVM::BitcastOp::create(b, loc, type, read.getResult(0));
+  }
+  auto branch = scf::IfOp::create(
+      b, loc, on,
+      [&](OpBuilder &t, Location l) {
+        scf::YieldOp::create(t, l, Value(LLVM::LoadOp::create(t, l, type, ptr, alignBytes)));
+      },
+      [&](OpBuilder &e, Location l) {
+        scf::YieldOp::create(e, l,
+                             Value(arith::ConstantOp::create(e, l, type, e.getZeroAttr(type))));
+      });
+  return branch.getResult(0);
+}
+
 struct LoadLowering : DistributedPattern<LoadOp> {
   using DistributedPattern::DistributedPattern;
   Value loadRowInvariant(LoadOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const;
@@ -278,14 +310,17 @@ struct LoadLowering : DistributedPattern<LoadOp> {
   }
 };
 
-/// An unmasked 2-D block in a matrix unit's accumulator layout whose runs of consecutive
-/// columns are proven aligned (from the kernel's divisibility promises), such as
-/// stream-K's partial sums read back in the layout they were stored in: each run is one
-/// vector load, as the store of such a block is, where a gather would read element by
-/// element. Null where the block is not of that form.
+/// A 2-D block in a matrix unit's accumulator layout whose runs of consecutive columns
+/// are proven aligned, and under a mask wholly in or out of bounds (from the kernel's
+/// divisibility promises), such as stream-K's partial sums read back in the layout they
+/// were stored in, or an epilogue operand of c's shape (leaky_relu's backward reads the
+/// activation): each run is one vector load, as the store of such a block is, where a
+/// gather would read element by element. Under a mask, a block wholly inside the bounds
+/// (one uniform branch) reads with no checks; one at the edge reads each run predicated on
+/// its first element's place. Null where the block is not of that form.
 Value LoadLowering::loadWholeRuns(LoadOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const {
   auto type = cast<RankedTensorType>(op.getType());
-  if (type.getRank() != 2 || op.getMask())
+  if (type.getRank() != 2 || op.getOther())
     return {};
   MatrixLayout layout = dist.matrixOf(type);
   int64_t run = layout.tile.colRun;
@@ -296,17 +331,70 @@ Value LoadLowering::loadWholeRuns(LoadOp op, OpAdaptor adaptor, ConversionPatter
   Type element = vectorType.getElementType();
   unsigned bytes = elementBytes(element);
   int64_t alignBytes = std::min<int64_t>(run * bytes, 16);
-  if (!wholeRunsProven(*lanes, Value(), dist, alignBytes / bytes, run))
+  std::optional<LaneBounds> bounds;
+  if (!wholeRunsProven(*lanes, op.getMask(), dist, alignBytes / bytes, run, &bounds))
     return {};
   Location loc = op.getLoc();
   auto runType = VectorType::get({run}, element);
-  Value result = arith::ConstantOp::create(rewriter, loc, vectorType, rewriter.getZeroAttr(vectorType));
-  for (int64_t first = 0; first < layout.perThread(); first += run) {
-    Value start = vector::ExtractOp::create(rewriter, loc, adaptor.getPtr(), ArrayRef<int64_t>{first});
-    Value loaded = LLVM::LoadOp::create(rewriter, loc, runType, start, alignBytes);
-    result = insertSlice(rewriter, loc, loaded, result, first);
+  Value zeros =
+      arith::ConstantOp::create(rewriter, loc, vectorType, rewriter.getZeroAttr(vectorType));
+  auto readAll = [&](OpBuilder &b, Location l, bool checked) {
+    Value result = zeros;
+    std::optional<MatrixPlaces> places;
+    SmallVector<Value> rowBounds, colBounds;
+    if (checked) {
+      places.emplace(b, l, dist, layout);
+      auto remap = [&](Value v) { return rewriter.getRemappedValue(v); };
+      for (const ScalarPoly &bound : bounds->upper[0])
+        rowBounds.push_back(bound.materialize(b, l, remap));
+      for (const ScalarPoly &bound : bounds->upper[1])
+        colBounds.push_back(bound.materialize(b, l, remap));
+    }
+    for (int64_t first = 0; first < layout.perThread(); first += run) {
+      Value start = vector::ExtractOp::create(b, l, adaptor.getPtr(), ArrayRef<int64_t>{first});
+      Value loaded;
+      if (!checked) {
+        loaded = LLVM::LoadOp::create(b, l, runType, start, alignBytes);
+      } else {
+        auto [row32, col32] = places->at(b, l, first);
+        Value on = arith::ConstantIntOp::create(b, l, 1, 1);
+        auto below = [&](Value lane32, ArrayRef<Value> limits) {
+          Value lane = b.createOrFold<arith::ExtUIOp>(l, b.getI64Type(), lane32);
+          for (Value limit : limits)
+            on = b.createOrFold<arith::AndIOp>(
+                l, on, b.createOrFold<arith::CmpIOp>(l, arith::CmpIPredicate::slt, lane, limit));
+        };
+        below(row32, rowBounds);
+        below(col32, colBounds);
+        loaded = predicatedRunRead(b, l, runType, start, on, alignBytes, !dist.arch.amd);
+      }
+      result = insertSlice(b, l, loaded, result, first);
+    }
+    return result;
+  };
+  if (!bounds)
+    return readAll(rewriter, loc, /*checked=*/false);
+  // The block's last row and column inside every bound: then all of it is.
+  Value lastIn = arith::ConstantIntOp::create(rewriter, loc, 1, 1);
+  auto remap = [&](Value v) { return rewriter.getRemappedValue(v); };
+  for (int d = 0; d < 2; ++d) {
+    Value last =
+        arith::ConstantIntOp::create(rewriter, loc, rewriter.getI64Type(), type.getDimSize(d) - 1);
+    for (const ScalarPoly &bound : bounds->upper[d])
+      lastIn = rewriter.createOrFold<arith::AndIOp>(
+          loc, lastIn,
+          rewriter.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, last,
+                                               bound.materialize(rewriter, loc, remap)));
   }
-  return result;
+  auto guarded = scf::IfOp::create(
+      rewriter, loc, lastIn,
+      [&](OpBuilder &b, Location l) {
+        scf::YieldOp::create(b, l, readAll(b, l, /*checked=*/false));
+      },
+      [&](OpBuilder &b, Location l) {
+        scf::YieldOp::create(b, l, readAll(b, l, /*checked=*/true));
+      });
+  return guarded.getResult(0);
 }
 
 /// `element` (16 or 32 bits) at `ptr` where `on` (i1), else zero: one predicated PTX load.
