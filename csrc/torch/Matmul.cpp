@@ -592,8 +592,12 @@ at::Tensor matmulLeakyReluBackward(const at::Tensor &a, const at::Tensor &b,
       tile::binding::checkMatmulCall(op, a, b, /*epilogue=*/true, outDtype, std::nullopt);
   tile::binding::checkActivation(op, activation, a, b, out);
   at::Tensor product = matmul(a, b, at::kFloat, std::nullopt);
-  at::Tensor gated = at::where(activation.gt(0), product, product.mul(negativeSlope));
-  return gated.scalar_type() == out ? gated : gated.to(out);
+  // In place, through torch's vectorized kernel (with the activation widened to the
+  // product's float32): a scalar loop stayed a branch per element, mispredicted at every
+  // change of sign (0.5 ms for 256 x 1024, as long as the GEMM).
+  at::leaky_relu_backward_out(product, product, activation.to(at::kFloat), negativeSlope,
+                              /*self_is_result=*/false);
+  return product.scalar_type() == out ? product : product.to(out);
 }
 
 } // namespace
