@@ -642,24 +642,8 @@ OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) 
     pidN = arith::ExtSIOp::create(b, loc, index, pidN);
   }
 
-  Value rowStart = arith::MulIOp::create(b, loc, pidM, mb.constant(blockM));
-  Value colStart = arith::MulIOp::create(b, loc, pidN, mb.constant(blockN));
-  Value rows = mb.lanes(rowStart, blockM);
-  Value cols = mb.lanes(colStart, blockN);
-  // The activation that the epilogue of leaky_relu's backward reads, asked for now, as the
-  // tile starts: its reads then find it in the L2 instead of waiting on memory after the
-  // last MMAs, once per tile of a persistent kernel. (By rows whose columns are contiguous.)
-  if (leakyBackward && persistent && isUnit(activationArg + 2)) {
-    Value strideRows = stride(activationArg + 1);
-    Value offset = arith::MulIOp::create(b, loc, rowStart, strideRows);
-    Value base = tt::AddPtrOp::create(b, loc, arg(activationArg).getType(), arg(activationArg),
-                                      arith::AddIOp::create(b, loc, offset, colStart));
-    Value inRows = arith::MinSIOp::create(b, loc, arith::SubIOp::create(b, loc, m, rowStart),
-                                          mb.constant(blockM));
-    Value inCols = arith::MinSIOp::create(b, loc, arith::SubIOp::create(b, loc, n, colStart),
-                                          mb.constant(blockN));
-    tt::PrefetchBlockOp::create(b, loc, base, strideRows, inRows, inCols, blockM, blockN);
-  }
+  Value rows = mb.lanes(arith::MulIOp::create(b, loc, pidM, mb.constant(blockM)), blockM);
+  Value cols = mb.lanes(arith::MulIOp::create(b, loc, pidN, mb.constant(blockN)), blockN);
   auto accType = mb.blockOf({blockM, blockN}, accElement);
   Value zero = arith::ConstantOp::create(b, loc, accType, b.getZeroAttr(accType));
   // Stream-K: the loop counts this program's K steps (from its first tile on); the

@@ -141,8 +141,6 @@ struct ConvertTileToCPUPass : mlir::tile::impl::ConvertTileToCPUBase<ConvertTile
                          "it needs the persistent, warp-specialized kernel of sm_90a (persistent=1), not the CPU");
         return signalPassFailure();
       }
-      // A hint for GPUs' caches; the CPU's own prefetchers follow its rows.
-      kernel.walk([](PrefetchBlockOp prefetch) { prefetch.erase(); });
       appendGridArguments(kernel);
       loadRepeatedRowsOnce(kernel);
     }

@@ -743,61 +743,6 @@ void StoreLowering::storeExchangedRuns(ConversionPatternRewriter &rewriter, Loca
   }
 }
 
-/// NVIDIA: each thread prefetches into the L2 its share of the block's 128-byte lines
-/// (`prefetch.global.L2`, predicated on the line's row and column being inside), a few
-/// instructions and no registers held. A 128 x 256 block of 16-bit elements over 256
-/// threads is 512 lines, two per thread. Elsewhere the hint is dropped.
-struct PrefetchBlockLowering : DistributedPattern<PrefetchBlockOp> {
-  using DistributedPattern::DistributedPattern;
-  LogicalResult matchAndRewrite(PrefetchBlockOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rewriter) const override {
-    if (dist.arch.amd) {
-      rewriter.eraseOp(op);
-      return success();
-    }
-    Location loc = op.getLoc();
-    constexpr int64_t kLineBytes = 128;
-    int64_t bytes = elementBytes(getPointeeType(op.getBase().getType()));
-    int64_t linesPerRow = (op.getBlockCols() * bytes + kLineBytes - 1) / kLineBytes;
-    int64_t lines = op.getBlockRows() * linesPerRow;
-    int64_t perThread = (lines + dist.threads - 1) / dist.threads;
-    Type i64 = rewriter.getI64Type();
-    auto wide = [&](Value v) {
-      return v.getType() == i64 ? v : rewriter.createOrFold<arith::ExtSIOp>(loc, i64, v);
-    };
-    auto constant = [&](int64_t v) {
-      return arith::ConstantIntOp::create(rewriter, loc, i64, v).getResult();
-    };
-    Value rowBytes =
-        rewriter.createOrFold<arith::MulIOp>(loc, wide(adaptor.getRowStride()), constant(bytes));
-    Value rows = wide(adaptor.getRows());
-    Value colBytes =
-        rewriter.createOrFold<arith::MulIOp>(loc, wide(adaptor.getCols()), constant(bytes));
-    Value thread = rewriter.createOrFold<arith::ExtUIOp>(loc, i64, dist.threadId);
-    Type i8 = rewriter.getI8Type();
-    for (int64_t i = 0; i < perThread; ++i) {
-      Value line = rewriter.createOrFold<arith::AddIOp>(loc, thread, constant(i * dist.threads));
-      Value row = rewriter.createOrFold<arith::DivUIOp>(loc, line, constant(linesPerRow));
-      Value col = rewriter.createOrFold<arith::MulIOp>(
-          loc, rewriter.createOrFold<arith::RemUIOp>(loc, line, constant(linesPerRow)),
-          constant(kLineBytes));
-      Value inside = rewriter.createOrFold<arith::AndIOp>(
-          loc, rewriter.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, row, rows),
-          rewriter.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, col, colBytes));
-      Value offset = rewriter.createOrFold<arith::AddIOp>(
-          loc, rewriter.createOrFold<arith::MulIOp>(loc, row, rowBytes), col);
-      Value ptr = LLVM::GEPOp::create(rewriter, loc, adaptor.getBase().getType(), i8,
-                                      adaptor.getBase(), ArrayRef<LLVM::GEPArg>{offset});
-      Value flag = arith::ExtUIOp::create(rewriter, loc, rewriter.getI32Type(), inside);
-      inlinePtx(rewriter, loc,
-                "{\n.reg .pred p;\nsetp.ne.b32 p, $0, 0;\n@p prefetch.global.L2 [$1];\n}", 0, "r,l",
-                ValueRange{flag, ptr}, {});
-    }
-    rewriter.eraseOp(op);
-    return success();
-  }
-};
-
 struct ReturnLowering : OpConversionPattern<func::ReturnOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(func::ReturnOp op, OpAdaptor, ConversionPatternRewriter &rewriter) const override {
@@ -1044,8 +989,7 @@ struct ConvertTileToGPUPass : mlir::tile::impl::ConvertTileToGPUBase<ConvertTile
       RewritePatternSet patterns(ctx);
       patterns.add<ProgramIdLowering, NumProgramsLowering, SplatLowering, AddPtrLowering,
                    ReturnLowering>(converter, ctx);
-      patterns.add<MakeRangeLowering, LoadLowering, StoreLowering, PrefetchBlockLowering>(
-          converter, ctx, dist);
+      patterns.add<MakeRangeLowering, LoadLowering, StoreLowering>(converter, ctx, dist);
       populateMatrixPatterns(converter, patterns, dist);
       populateProgramFlagPatterns(converter, patterns, dist);
       populateElementwiseTypeLowering(converter, patterns);

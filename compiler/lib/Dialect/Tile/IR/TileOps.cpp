@@ -107,12 +107,6 @@ static LogicalResult verifyFlag(Operation *op, PointerType flag) {
   return success();
 }
 
-LogicalResult PrefetchBlockOp::verify() {
-  if (getBlockRows() <= 0 || getBlockCols() <= 0)
-    return emitOpError("needs a block of at least one row and one column");
-  return success();
-}
-
 LogicalResult SignalFlagOp::verify() { return verifyFlag(*this, getFlag().getType()); }
 
 LogicalResult WaitFlagOp::verify() { return verifyFlag(*this, getFlag().getType()); }

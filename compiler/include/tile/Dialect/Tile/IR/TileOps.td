@@ -111,33 +111,6 @@ def Tile_StoreOp : Tile_Op<"store", [MemoryEffects<[MemWrite<DefaultResource>]>]
   let hasVerifier = 1;
 }
 
-def Tile_PrefetchBlockOp
-    : Tile_Op<
-          "prefetch_block", [MemoryEffects<[MemRead<DefaultResource>, MemWrite<DefaultResource>]>,
-                             AllTypesMatch<["row_stride", "rows", "cols"]>]> {
-  let summary = "Hint that a row-major block of elements will be read soon";
-  let description = [{
-    The `rows` x `cols` elements at `base` (rows `row_stride` elements apart, columns
-    contiguous), within a block of at most `block_rows` x `block_cols`, are about to be
-    read: where the target can (NVIDIA's L2 prefetch), their cache lines are brought
-    closer now, so that a read that follows much later (an epilogue's, after a K loop)
-    finds them near. No value of the program changes; targets without such a hint drop
-    it. Declared as writing memory so that it is kept (it has no result) and stays in
-    program order.
-
-    ```mlir
-    tile.prefetch_block %base, %stride, %rows, %cols {block_rows = 128, block_cols = 256}
-        : !tile.ptr<f16>, i32
-    ```
-  }];
-  let arguments = (ins Tile_Ptr:$base, AnySignlessInteger:$row_stride, AnySignlessInteger:$rows,
-      AnySignlessInteger:$cols, I64Attr:$block_rows, I64Attr:$block_cols);
-  let assemblyFormat = [{
-    $base `,` $row_stride `,` $rows `,` $cols attr-dict `:` qualified(type($base)) `,` type($row_stride)
-  }];
-  let hasVerifier = 1;
-}
-
 def Tile_SignalFlagOp : Tile_Op<"signal_flag", [MemoryEffects<[MemRead<DefaultResource>,
                                                                   MemWrite<DefaultResource>]>]> {
   let summary = "Publish this program's earlier stores to the program that waits on a flag";
