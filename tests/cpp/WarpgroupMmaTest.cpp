@@ -341,33 +341,47 @@ TEST(WarpgroupMma, PtxasAssembledPersistentKernelsStageEachTileDuringTheNext) {
   // staging stays at the end of each tile (the driver's compiler spills them).
   if (!ptxasOnPath())
     GTEST_SKIP() << "ptxas is not on PATH";
-  for (const char *dtype : {"f16", "bf16"})
-    for (auto [blockM, blockN] : {std::pair<int64_t, int64_t>{128, 256}, {256, 128}}) {
-      auto config = specialized(alignedConfig(dtype), true);
-      config["BLOCK_M"] = blockM;
-      config["BLOCK_N"] = blockN;
-      std::string where = std::string(dtype) + " " + std::to_string(blockM) + "x" + std::to_string(blockN);
-      Binary binary = binaryOf(dtype, config, "", /*assembleWithPtxas=*/true);
-      std::string ptx = asmOf(binary);
-      ASSERT_GT(binary.cubin.size(), 4u) << where;
-      EXPECT_EQ(binary.cubin.substr(0, 4), "\x7f" "ELF") << where;
-      EXPECT_EQ(binary.resources.spillBytes, 0) << where;
-      EXPECT_EQ(occurrences(ptx, "stmatrix.sync.aligned.m8n8.x4.shared.b16"), 2 * 4 * 4) << where;
-      EXPECT_EQ(occurrences(ptx, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"), 2 * 4) << where;
-      EXPECT_EQ(occurrences(ptx, "cp.async.bulk.wait_group.read 0;"), 1) << where;
-      // In the walk: MMAs and a box, four times, then the rest of the K loop.
-      size_t firstMma = ptx.find("wgmma.mma_async");
-      size_t firstBox = ptx.find("stmatrix.sync");
-      size_t secondMma = ptx.find("wgmma.mma_async", ptx.find("wgmma.commit_group", firstMma));
-      ASSERT_NE(firstBox, std::string::npos) << where;
-      EXPECT_LT(firstMma, firstBox) << where;
-      EXPECT_LT(firstBox, secondMma) << where;
-      EXPECT_EQ(occurrences(ptx.substr(firstBox, secondMma - firstBox), "stmatrix.sync"), 4)
-          << where;
-      Binary plain = binaryOf(dtype, config);
-      EXPECT_TRUE(plain.cubin.empty()) << where;
-      EXPECT_EQ(occurrences(asmOf(plain), "stmatrix.sync.aligned.m8n8.x4.shared.b16"), 4 * 4) << where;
-    }
+  // leaky_relu's backward too: its activation's reads come before the staging, which still
+  // moves into the next tile.
+  for (const char *op : {"matmul", "matmul_leaky_relu_backward"})
+    for (const char *dtype : {"f16", "bf16"})
+      for (auto [blockM, blockN] : {std::pair<int64_t, int64_t>{128, 256}, {256, 128}}) {
+        auto config = specialized(alignedConfig(dtype), true);
+        config["BLOCK_M"] = blockM;
+        config["BLOCK_N"] = blockN;
+        bool gated = std::string(op) != "matmul";
+        if (gated) {
+          config["unit_strides"] |= 1 << 8;
+          config["divisibility_16"] |= 1 << 7;
+        }
+        std::string where = std::string(op) + " " + dtype + " " + std::to_string(blockM) + "x" +
+                            std::to_string(blockN);
+        Binary binary =
+            binaryOf(dtype, config, "", /*assembleWithPtxas=*/true, gated ? dtype : "", op);
+        std::string ptx = asmOf(binary);
+        ASSERT_GT(binary.cubin.size(), 4u) << where;
+        EXPECT_EQ(binary.cubin.substr(0, 4), "\x7f"
+                                             "ELF")
+            << where;
+        EXPECT_EQ(binary.resources.spillBytes, 0) << where;
+        EXPECT_EQ(occurrences(ptx, "stmatrix.sync.aligned.m8n8.x4.shared.b16"), 2 * 4 * 4) << where;
+        EXPECT_EQ(occurrences(ptx, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"), 2 * 4)
+            << where;
+        EXPECT_EQ(occurrences(ptx, "cp.async.bulk.wait_group.read 0;"), 1) << where;
+        // In the walk: MMAs and a box, four times, then the rest of the K loop.
+        size_t firstMma = ptx.find("wgmma.mma_async");
+        size_t firstBox = ptx.find("stmatrix.sync");
+        size_t secondMma = ptx.find("wgmma.mma_async", ptx.find("wgmma.commit_group", firstMma));
+        ASSERT_NE(firstBox, std::string::npos) << where;
+        EXPECT_LT(firstMma, firstBox) << where;
+        EXPECT_LT(firstBox, secondMma) << where;
+        EXPECT_EQ(occurrences(ptx.substr(firstBox, secondMma - firstBox), "stmatrix.sync"), 4)
+            << where;
+        Binary plain = binaryOf(dtype, config, "", false, gated ? dtype : "", op);
+        EXPECT_TRUE(plain.cubin.empty()) << where;
+        EXPECT_EQ(occurrences(asmOf(plain), "stmatrix.sync.aligned.m8n8.x4.shared.b16"), 4 * 4)
+            << where;
+      }
 }
 
 TEST(WarpgroupMma, APtxasThatCannotAssembleTheKernelLeavesItToTheDriver) {
