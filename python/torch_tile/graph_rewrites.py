@@ -118,6 +118,23 @@ def _kernel_takes_bias(bias, b) -> bool:
     return _val(bias).dim() == 1 and statically_known_true(sym_eq(_val(bias).shape[0], n))
 
 
+def _take_over_result(graph, fused, where, narrowed, scaled):
+    """The fused op's node takes the place of a decomposed leaky_relu (or its backward),
+    `where` and its narrowing where there is one, whose nodes go with its scaled branch."""
+    (where if narrowed is None else narrowed).replace_all_uses_with(fused)
+    if narrowed is not None:
+        graph.erase_node(narrowed)
+    graph.erase_node(where)
+    graph.erase_node(scaled)
+
+
+def _erase_gemm(graph, x, gemm_node):
+    """The GEMM a fused op replaced, and its widening `x` where it had one."""
+    graph.erase_node(x)
+    if gemm_node is not x:
+        graph.erase_node(gemm_node)
+
+
 def _leaky_relu_parts(where):
     """(x, slope, mask, scaled) when `where` is leaky_relu(x, slope) as decomposed: slope a
     float, or the 0-d tensor node it is read from when it is a graph input."""
@@ -199,19 +216,13 @@ def fuse_matmul_leaky_relu(graph: torch.fx.Graph, wanted: GemmFilter = None,
             fused = _insert_after(x, tile_inductor.matmul_leaky_relu_bias.default, (a, b, bias, slope))
         else:
             fused = _insert_after(x, op, (a, b, slope), {} if bias is None else {"bias": bias})
-        (where if narrowed is None else narrowed).replace_all_uses_with(fused)
-        if narrowed is not None:
-            graph.erase_node(narrowed)
-        graph.erase_node(where)
-        graph.erase_node(scaled)
+        _take_over_result(graph, fused, where, narrowed, scaled)
         for m in masks:
             if m.users:
                 m.replace_input_with(x, fused)
             else:
                 graph.erase_node(m)
-        graph.erase_node(x)
-        if gemm_node is not x:
-            graph.erase_node(gemm_node)
+        _erase_gemm(graph, x, gemm_node)
         fused_count += 1
     return fused_count
 
@@ -281,19 +292,13 @@ def fuse_matmul_leaky_relu_backward(graph: torch.fx.Graph, wanted: GemmFilter = 
         anchor = max(x, activation, key=order.__getitem__)
         fused = _insert_after(anchor, tile.matmul_leaky_relu_backward.default,
                               (a, b, activation, slope))
-        (where if narrowed is None else narrowed).replace_all_uses_with(fused)
-        if narrowed is not None:
-            graph.erase_node(narrowed)
-        graph.erase_node(where)
-        graph.erase_node(scaled)
+        _take_over_result(graph, fused, where, narrowed, scaled)
         if not mask.users:
             widened = mask.args[0]
             graph.erase_node(mask)
             if widened is not activation and not widened.users:
                 graph.erase_node(widened)
-        graph.erase_node(x)
-        if gemm_node is not x:
-            graph.erase_node(gemm_node)
+        _erase_gemm(graph, x, gemm_node)
         fused_count += 1
     return fused_count
 
