@@ -55,7 +55,8 @@ std::tuple<std::vector<std::string>, std::vector<int64_t>>
 defaultConfig(std::string op, std::string target, std::string dtype) {
   tile::Target parsed = tile::Target::parse(target);
   std::map<std::string, int64_t> config;
-  if (op == "matmul" || op == "matmul_leaky_relu") {
+  bool gated = op == "matmul_leaky_relu_backward";
+  if (op == "matmul" || op == "matmul_leaky_relu" || gated) {
     config = tile::ops::defaultMatmulConfig(parsed, 1024, 1024, 1024, dtype);
     // Row-major a, b and c, as torch.matmul's operands mostly are: the unit strides of
     // a along K, b along N and c along N (bits 1, 3 and 5) are compile-time constants.
@@ -64,10 +65,17 @@ defaultConfig(std::string op, std::string target, std::string dtype) {
     // 16 bytes are, M, N, K multiples of 16 like the representative problem, and an
     // aligned bias where there is one (bit 6).
     config.emplace("divisibility_16", 0b1111111);
+    // ... and an activation of c's layout and alignment (bits 8 and 7) for leaky_relu's
+    // backward.
+    if (gated) {
+      config["unit_strides"] |= 1 << 8;
+      config["divisibility_16"] |= 1 << 7;
+    }
   } else if (op == "vector_add") {
     config = tile::ops::defaultVectorAddConfig(parsed, 1 << 20);
   } else {
-    TORCH_CHECK(false, "no op named '", op, "'; ops: vector_add, matmul, matmul_leaky_relu");
+    TORCH_CHECK(false, "no op named '", op,
+                "'; ops: vector_add, matmul, matmul_leaky_relu, matmul_leaky_relu_backward");
   }
   config.emplace("index_bits", 32);
   std::vector<std::string> names;

@@ -17,7 +17,8 @@ import sys
 
 import torch
 
-OPS = ("vector_add", "matmul", "matmul_leaky_relu")
+OPS = ("vector_add", "matmul", "matmul_leaky_relu", "matmul_leaky_relu_backward")
+MATMULS = "matmul, matmul_leaky_relu and matmul_leaky_relu_backward"
 DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "int8": "i8", "int32": "i32"}
 STAGES = ("tile", "tile-cpu", "tile-gpu", "llvm", "asm", "bin", "report")
 
@@ -34,15 +35,18 @@ def file_name(op, stage, target):
     return f"{op}.{extension}"
 
 
-def kernel_dtypes(op, dtype, out_dtype, bias_dtype=None):
+def kernel_dtypes(op, dtype, out_dtype, bias_dtype=None, activation_dtype=None):
     """The spec's dtypes: the input's, then for a matmul the output's and, with a bias
-    (added in the epilogue), the bias's."""
+    (added in the epilogue), the bias's; for matmul_leaky_relu_backward the activation's
+    (the input dtype unless given)."""
     if op == "vector_add":
         if out_dtype not in (None, dtype):
             raise SystemExit("vector_add has no --out-dtype: its output has the input dtype")
         if bias_dtype is not None:
             raise SystemExit("vector_add has no --bias-dtype: only the matmuls take a bias")
         return [DTYPES[dtype]]
+    if activation_dtype is not None and op != "matmul_leaky_relu_backward":
+        raise SystemExit("--activation-dtype is matmul_leaky_relu_backward's")
     if out_dtype is None:
         if dtype == "int8":
             raise SystemExit("int8 matmuls accumulate in int32: pass --out-dtype int32")
@@ -52,7 +56,15 @@ def kernel_dtypes(op, dtype, out_dtype, bias_dtype=None):
         if bias_dtype not in (dtype, out_dtype):
             raise SystemExit(f"--bias-dtype must be the input or the output dtype ({dtype} or "
                              f"{out_dtype}), got {bias_dtype}")
+        if op == "matmul_leaky_relu_backward":
+            raise SystemExit("matmul_leaky_relu_backward takes no bias")
         dtypes.append(DTYPES[bias_dtype])
+    if op == "matmul_leaky_relu_backward":
+        activation_dtype = activation_dtype or dtype
+        if activation_dtype not in (dtype, out_dtype):
+            raise SystemExit(f"--activation-dtype must be the input or the output dtype ({dtype} "
+                             f"or {out_dtype}), got {activation_dtype}")
+        dtypes.append(DTYPES[activation_dtype])
     return dtypes
 
 
@@ -65,7 +77,7 @@ EXTRA_MATMUL_KNOBS = ("allow_tf32", "packed_b")
 TARGETS_HELP = ("cpu (this host; the default), hip:<arch>[:sramecc+:xnack-] for gfx90a, gfx942, "
                 "gfx950, gfx1100, gfx1201, cuda:sm_<NN> for sm_80, sm_90, sm_90a")
 KNOBS_HELP = {
-    "matmul and matmul_leaky_relu": ("BLOCK_K", "BLOCK_M", "BLOCK_N", "GROUP_M", "allow_tf32",
+    MATMULS: ("BLOCK_K", "BLOCK_M", "BLOCK_N", "GROUP_M", "allow_tf32",
                                      "divisibility_16", "index_bits", "kpack",
                                      "matrix_instr_nonkdim", "num_ctas", "num_stages", "num_warps",
                                      "packed_b", "persistent", "stream_k", "unit_strides",
@@ -105,7 +117,8 @@ def compile_command(args):
         raise SystemExit(f"--config is not JSON: {error}")
     if not isinstance(overrides, dict):
         raise SystemExit("--config must be a JSON object of knobs, e.g. '{\"BLOCK_M\": 64}'")
-    dtypes = kernel_dtypes(args.op, args.dtype, args.out_dtype, args.bias_dtype)
+    dtypes = kernel_dtypes(args.op, args.dtype, args.out_dtype, args.bias_dtype,
+                           args.activation_dtype)
     config = config_for(args.op, args.target, args.dtype, overrides)
     try:
         names, texts, binary, report = torch.ops.tile_runtime.compile_offline(
@@ -211,6 +224,8 @@ def main(argv=None):
     compile_parser.add_argument("--out-dtype", choices=list(DTYPES), default=None)
     compile_parser.add_argument("--bias-dtype", choices=list(DTYPES), default=None,
                                 help="compile the matmul with a bias input of this dtype")
+    compile_parser.add_argument("--activation-dtype", choices=list(DTYPES), default=None,
+                                help="matmul_leaky_relu_backward's activation (default: --dtype)")
     compile_parser.add_argument("--target", default=None,
                                 help="cpu, hip:gfx942[:sramecc+:xnack-], cuda:sm_90 (default: host CPU)")
     compile_parser.add_argument("--config", default=None, help="JSON object of knobs")

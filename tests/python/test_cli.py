@@ -116,6 +116,31 @@ def test_unknown_cpu_is_an_exception_the_process_survives():
     assert "asm" in stages
 
 
+@pytest.mark.parametrize("target, instruction", [("hip:gfx942", "v_mfma"), ("hip:gfx1100", "v_wmma"),
+                                                 ("cuda:sm_90a", "wgmma.mma_async"), ("cpu", "vfmadd")])
+def test_leaky_relu_backward_compiles_offline(tmp_path, target, instruction):
+    # The GEMM with leaky_relu's backward in its epilogue, its activation in float32 (the
+    # output dtype of a float16 call with out_dtype=float32).
+    result = run_cli("--op", "matmul_leaky_relu_backward", "--dtype", "float16", "--out-dtype",
+                     "float32", "--activation-dtype", "float32", "--target", target, "--emit",
+                     "tile", "asm", "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    tile_ir = (tmp_path / "matmul_leaky_relu_backward.tile.mlir").read_text()
+    assert "tile.dot" in tile_ir and "arith.select" in tile_ir
+    asm = next(p for p in tmp_path.iterdir() if not p.name.endswith(".mlir")).read_text()
+    assert instruction in asm
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--bias-dtype", "float16"], "takes no bias"),
+    (["--activation-dtype", "bfloat16"], "must be the input or the output dtype"),
+])
+def test_leaky_relu_backward_refuses_what_it_cannot_take(tmp_path, args, message):
+    result = run_cli("--op", "matmul_leaky_relu_backward", "--dtype", "float16", "--emit", "tile",
+                     "--out", str(tmp_path), *args)
+    assert result.returncode > 0 and message in result.stderr
+
+
 def test_int8_matmul_needs_an_out_dtype(tmp_path):
     result = run_cli("--op", "matmul", "--dtype", "int8", "--emit", "tile", "--out", str(tmp_path))
     assert result.returncode != 0
@@ -195,9 +220,8 @@ def test_help_works_before_the_native_library_is_built(tmp_path):
 def test_the_help_lists_the_librarys_own_knobs_and_targets():
     from torch_tile import cli
     listed = {op: set(names) for op, names in cli.KNOBS_HELP.items()}
-    for op, key in (("matmul", "matmul and matmul_leaky_relu"),
-                    ("matmul_leaky_relu", "matmul and matmul_leaky_relu"),
-                    ("vector_add", "vector_add")):
+    for op, key in (("matmul", cli.MATMULS), ("matmul_leaky_relu", cli.MATMULS),
+                    ("matmul_leaky_relu_backward", cli.MATMULS), ("vector_add", "vector_add")):
         known = set()
         for target in ("cpu", "hip:gfx942", "cuda:sm_90"):
             known |= set(torch.ops.tile_runtime.default_config(op, target, "f16")[0])
