@@ -315,9 +315,11 @@ struct LoadLowering : DistributedPattern<LoadOp> {
 /// divisibility promises), such as stream-K's partial sums read back in the layout they
 /// were stored in, or an epilogue operand of c's shape (leaky_relu's backward reads the
 /// activation): each run is one vector load, as the store of such a block is, where a
-/// gather would read element by element. Under a mask, a block wholly inside the bounds
-/// (one uniform branch) reads with no checks; one at the edge reads each run predicated on
-/// its first element's place. Null where the block is not of that form.
+/// gather would read element by element (gfx11's WMMA layout, whose lanes hold one column
+/// of a row each, reads element by element too, but with no branch inside the block). Under a mask,
+/// a block wholly inside the bounds (one uniform branch) reads with no checks; one at the edge
+/// reads each run predicated on its first element's place. Null where the block is not of that
+/// form.
 Value LoadLowering::loadWholeRuns(LoadOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const {
   auto type = cast<RankedTensorType>(op.getType());
   if (type.getRank() != 2 || op.getOther())
@@ -325,7 +327,7 @@ Value LoadLowering::loadWholeRuns(LoadOp op, OpAdaptor adaptor, ConversionPatter
   MatrixLayout layout = dist.matrixOf(type);
   int64_t run = layout.tile.colRun;
   auto lanes = analyzeAffineLanes(op.getPtr());
-  if (!layout.fits || run < 2 || !lanes || !lanes->basePtr)
+  if (!layout.fits || run < 1 || !lanes || !lanes->basePtr)
     return {};
   auto vectorType = cast<VectorType>(getTypeConverter()->convertType(type));
   Type element = vectorType.getElementType();
