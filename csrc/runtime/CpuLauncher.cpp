@@ -29,18 +29,19 @@ void tile::runtime::launchCpu(const LoadedKernel &kernel, void **args, Grid grid
 
 void tile::runtime::launchCpuInRowBands(const LoadedKernel &kernel, void **args, int64_t rowBlocks,
                                         int64_t colBlocks, int64_t bands,
-                                        const ParallelFor &parallelFor) {
+                                        const ParallelFor &parallelFor, bool blockGrid) {
   if (!kernel.cpuEntry)
     throw std::logic_error("kernel " + kernel.spec + " was not compiled for the CPU");
   if (rowBlocks < 0 || colBlocks < 0 || bands < 1 || rowBlocks * colBlocks > INT32_MAX)
     throw std::invalid_argument("bad row bands of a grid");
   CpuEntry entry = kernel.cpuEntry;
   int32_t programs = int32_t(rowBlocks * colBlocks);
+  Grid grid = blockGrid ? Grid{int32_t(rowBlocks), int32_t(colBlocks), 1} : Grid{programs, 1, 1};
   parallelFor(0, bands, 1, [&](int64_t begin, int64_t end) {
     for (int64_t band = begin; band < end; ++band) {
       int64_t first = rowBlocks * band / bands, last = rowBlocks * (band + 1) / bands;
       for (int64_t column = 0; first < last && column < colBlocks; ++column)
-        entry(args, column * rowBlocks + first, column * rowBlocks + last, programs, 1, 1);
+        entry(args, column * rowBlocks + first, column * rowBlocks + last, grid.x, grid.y, grid.z);
     }
   });
 }
@@ -49,13 +50,14 @@ void tile::runtime::launchCpuInColumnBands(
     const LoadedKernel &kernel, void **args, int64_t rowBlocks, int64_t colBlocks, int64_t grain,
     const std::function<void(void **, int64_t, int64_t)> &prepare,
     const std::function<void(int64_t, int64_t, void **)> &writeColumns, int64_t columnsPerWrite,
-    const ParallelFor &parallelFor) {
+    const ParallelFor &parallelFor, bool blockGrid) {
   if (!kernel.cpuEntry)
     throw std::logic_error("kernel " + kernel.spec + " was not compiled for the CPU");
   if (rowBlocks < 1 || colBlocks < 0 || rowBlocks * colBlocks > INT32_MAX)
     throw std::invalid_argument("bad column bands of a grid");
   CpuEntry entry = kernel.cpuEntry;
   int32_t programs = int32_t(rowBlocks * colBlocks);
+  Grid grid = blockGrid ? Grid{int32_t(rowBlocks), int32_t(colBlocks), 1} : Grid{programs, 1, 1};
   // Per column, the task that claimed it (its first program + 1; 0: none yet) and its
   // phase. A task claims the unclaimed columns of its range and writes them before it
   // runs any program or waits for anything; it then runs its own columns, and last those
@@ -120,8 +122,8 @@ void tile::runtime::launchCpuInColumnBands(
       firstRow = 0, lastRow = rowBlocks;
     prepare(own, firstRow, lastRow);
     auto runWith = [&](void **arguments, int64_t c) {
-      entry(arguments, std::max(first, c * rowBlocks), std::min(last, (c + 1) * rowBlocks),
-            programs, 1, 1);
+      entry(arguments, std::max(first, c * rowBlocks), std::min(last, (c + 1) * rowBlocks), grid.x,
+            grid.y, grid.z);
     };
     auto run = [&](int64_t c) { runWith(own, c); };
     // No other task waits for these. Their writes may repoint a copy of the arguments.

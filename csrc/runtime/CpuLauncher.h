@@ -33,8 +33,12 @@ void launchCpu(const LoadedKernel &kernel, void **args, Grid grid, int64_t grain
 /// the same threads in the same bands (the float16 path's float32 copy), each reads what
 /// its own core's cache holds; split by columns, each would read all of a, half of it
 /// from the other core's.
+/// `blockGrid`: the kernel takes its block from a 2-D grid (its grid_2d knob): the grid is
+/// passed as (rowBlocks, colBlocks), otherwise as (programs) (the same programs in the same
+/// order).
 void launchCpuInRowBands(const LoadedKernel &kernel, void **args, int64_t rowBlocks,
-                         int64_t colBlocks, int64_t bands, const ParallelFor &parallelFor);
+                         int64_t colBlocks, int64_t bands, const ParallelFor &parallelFor,
+                         bool blockGrid = false);
 
 /// Runs a grid that is one group of the grouped order (program n * rowBlocks + m computes
 /// block row m of block column n) as tasks of consecutive programs, at least `grain` each,
@@ -58,7 +62,8 @@ void launchCpuInColumnBands(const LoadedKernel &kernel, void **args, int64_t row
                             int64_t colBlocks, int64_t grain,
                             const std::function<void(void **, int64_t, int64_t)> &prepare,
                             const std::function<void(int64_t, int64_t, void **)> &writeColumns,
-                            int64_t columnsPerWrite, const ParallelFor &parallelFor);
+                            int64_t columnsPerWrite, const ParallelFor &parallelFor,
+                            bool blockGrid = false);
 
 } // namespace tile::runtime
 

@@ -3,6 +3,8 @@
 #include "tile/Target/CpuArch.h"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
 tile::runtime::LaunchPlan tile::runtime::cpuMatmulPlan(std::shared_ptr<const LoadedKernel> kernel,
                                                        const ops::KernelSpec &spec,
@@ -32,13 +34,18 @@ tile::runtime::LaunchPlan tile::runtime::cpuMatmulPlan(std::shared_ptr<const Loa
   int64_t perTask = onTiles ? int64_t(8) << 20 : int64_t(512) << 10;
   int64_t rowBlocks = (m + blockM - 1) / blockM;
   bool oneGroup = rowBlocks <= spec.config.at("GROUP_M");
+  bool blockGrid = spec.config.count("grid_2d") && spec.config.at("grid_2d") != 0;
+  if (blockGrid && !oneGroup)
+    throw std::logic_error("kernel " + spec.str() + " takes a 2-D grid of blocks, but its " +
+                           std::to_string(rowBlocks) + " block rows make more than one group");
   return LaunchPlan{std::move(kernel),
                     programs,
                     std::max<int64_t>(1, perTask / perProgram),
                     group ? spec.config.at("BLOCK_N") : 0,
                     std::max<int64_t>(group, 1),
                     oneGroup ? rowBlocks : 0,
-                    blockM};
+                    blockM,
+                    blockGrid};
 }
 
 tile::runtime::LaunchPlan

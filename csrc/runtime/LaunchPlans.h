@@ -26,6 +26,9 @@ struct LaunchPlan {
   /// otherwise): the grid may then run in bands of rows (launchCpuInRowBands).
   int64_t rowBlocks = 0;
   int64_t blockM = 0; ///< rows of a per block (CPU): a band of rowBlocks is as many rows
+  /// The kernel takes its block from a 2-D grid, (rowBlocks, block columns) (its grid_2d
+  /// knob, CPU): its launches pass that grid.
+  bool blockGrid = false;
 };
 
 /// A call's signature as plain numbers: the op, the dtypes, the device, the sizes and the

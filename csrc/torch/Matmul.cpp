@@ -42,6 +42,15 @@ struct UnwrittenOperands {
   std::function<void(const tile::runtime::ParallelFor &)> bIntoRows;
 };
 
+/// The grid a plan's kernel takes: (block rows, block columns) for a kernel whose program
+/// ids are its block's (grid_2d), else one id per program.
+tile::runtime::Grid gridOf(const tile::runtime::LaunchPlan &plan) {
+  if (plan.blockGrid && plan.rowBlocks > 0)
+    return {static_cast<int32_t>(plan.rowBlocks),
+            static_cast<int32_t>(plan.programs / plan.rowBlocks), 1};
+  return {static_cast<int32_t>(plan.programs), 1, 1};
+}
+
 /// `rowBands`: a was just written by the launch's threads, each a band of its rows (see
 /// launchCpuInRowBands). `unwritten`: operands that the call writes, not yet written.
 at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
@@ -140,11 +149,10 @@ at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
     if (inRowBands(plan))
       tile::runtime::launchCpuInRowBands(*plan.kernel, call.args(), plan.rowBlocks,
                                          plan.programs / plan.rowBlocks, threads,
-                                         tile::binding::atenParallelFor);
+                                         tile::binding::atenParallelFor, plan.blockGrid);
     else
-      tile::runtime::launchCpu(*plan.kernel, call.args(),
-                               tile::runtime::Grid{static_cast<int32_t>(plan.programs), 1, 1},
-                               plan.grain, tile::binding::atenParallelFor);
+      tile::runtime::launchCpu(*plan.kernel, call.args(), gridOf(plan), plan.grain,
+                               tile::binding::atenParallelFor);
   };
   // Each task writes the panels of its own block columns, then multiplies them: where the
   // grid is one group (every task's programs read only their columns' panels) and more
@@ -214,7 +222,7 @@ at::Tensor matmulCpu(const char *op, const at::Tensor &a, const at::Tensor &b,
                                                 uintptr_t(firstColumn * panelBytes));
           own[tile::runtime::MatmulArguments::kB] = &ownB;
         },
-        layout ? kOwnPanelsPerWrite : 0, tile::binding::atenParallelFor);
+        layout ? kOwnPanelsPerWrite : 0, tile::binding::atenParallelFor, plan.blockGrid);
   };
   // A copy of a shared by the threads (too large for one each) is written first, in a
   // region of its own, where the launch can then run in column bands, each task writing

@@ -119,6 +119,21 @@ constexpr int64_t kMatmulOp = 0, kLeakyReluOp = 1, kLeakyReluBackwardOp = 2;
 constexpr Slot kCopies = kDivisibility;
 constexpr int64_t kCopyOfA = 1, kPanelsOfStridedB = 2;
 
+namespace {
+
+/// A CPU launch runs one group of the grouped order where GROUP_M covers the block rows
+/// (block columns one after another, block rows fastest): a kernel for such a call takes
+/// its block from a 2-D grid (grid_2d) and divides nothing per program.
+void chooseCpuGridOrder(std::map<std::string, int64_t> &config, int64_t m) {
+  int64_t blockM = config.at("BLOCK_M");
+  if ((m + blockM - 1) / blockM <= config.at("GROUP_M"))
+    config["grid_2d"] = 1;
+  else
+    config.erase("grid_2d");
+}
+
+} // namespace
+
 std::pair<tile::ops::KernelSpec, int64_t>
 tile::binding::MatmulCall::withConfig(const std::map<std::string, int64_t> &knobs) const {
   ops::KernelSpec tuned = spec;
@@ -138,6 +153,8 @@ tile::binding::MatmulCall::withConfig(const std::map<std::string, int64_t> &knob
                                    signature[kUnitStrides] & kUnitColumnStrideOfA, tuned.config);
   if (!knobs.count("num_stages"))
     tuned.config = ops::withStagesThatFit(tuned.config, *target, tuned.dtypes.at(0));
+  if (target->kind == TargetKind::Cpu)
+    chooseCpuGridOrder(tuned.config, c.size(0));
   int64_t programs = runtime::matmulPrograms(tuned.config, c.size(0), c.size(1));
   if (programs > std::numeric_limits<int32_t>::max())
     throw std::invalid_argument("the config needs more than 2**31 program instances");
@@ -513,6 +530,8 @@ void tile::binding::MatmulCall::specify() {
   }
   if (signature[kTf32] >= 0)
     spec.config["allow_tf32"] = signature[kTf32];
+  if (target->kind == TargetKind::Cpu)
+    chooseCpuGridOrder(spec.config, signature[kM]);
   programs = runtime::matmulPrograms(spec.config, signature[kM], signature[kN]);
   TORCH_CHECK(programs <= std::numeric_limits<int32_t>::max(), op, ": a ", signature[kM], "x",
               signature[kN], " result needs more than 2**31 program instances");

@@ -345,6 +345,40 @@ INSTANTIATE_TEST_SUITE_P(Cpu, GroupedDots,
                                            GroupedDotCase{"i8", "i32", "avx512vnni", "vpdpbusd", "vpermt2b"}),
                          [](const ::testing::TestParamInfo<GroupedDotCase> &info) { return info.param.in; });
 
+TEST(Matmul, ABlockGridGivesEachProgramItsBlock) {
+  // grid_2d: program (x, y) of a (block rows, block columns) grid computes block (x, y),
+  // the same product as the grouped order of one group, with no division per program.
+  Shape s{37, 70, 19};
+  auto plain = matmulSpec("matmul_leaky_relu", "f32", "f32", 8, 16, 16, 8);
+  auto blocks = plain;
+  blocks.config["grid_2d"] = 1;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> dist;
+  std::vector<float> a(size_t(s.m) * s.k), b(size_t(s.k) * s.n);
+  for (auto &x : a)
+    x = dist(rng);
+  for (auto &x : b)
+    x = dist(rng);
+  float slope = 0.5f;
+  std::vector<float> want(size_t(s.m) * s.n, NAN), got(size_t(s.m) * s.n, NAN);
+  runMatmul(*runtime::compileAndLoad(plain, Target::host()), plain, a.data(), s.k, 1, b.data(),
+            want.data(), s, &slope);
+  int32_t sbk = s.n, sbn = 1, scm = s.n, scn = 1, sam = s.k, sak = 1;
+  const void *aPtr = a.data(), *bPtr = b.data();
+  void *cPtr = got.data();
+  void *args[] = {&aPtr, &bPtr, &cPtr, &s.m, &s.n, &s.k,  &sam,
+                  &sak,  &sbk,  &sbn,  &scm, &scn, &slope};
+  runtime::launchCpu(*runtime::compileAndLoad(blocks, Target::host()), args,
+                     runtime::Grid{(s.m + 7) / 8, (s.n + 15) / 16, 1}, 1);
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_EQ(got[i], want[i]) << "element " << i;
+
+  auto persistent = blocks;
+  persistent.config["persistent"] = 1;
+  auto context = createContext();
+  EXPECT_THROW(ops::buildKernel(*context, persistent), std::invalid_argument);
+}
+
 TEST(Matmul, RejectsBadConfigs) {
   auto context = createContext();
   EXPECT_THROW(ops::buildKernel(*context, matmulSpec("matmul", "f32", "f32", 24, 32, 16)),
