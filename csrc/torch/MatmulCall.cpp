@@ -419,10 +419,10 @@ void tile::binding::prepareMatmul(MatmulCall &call, const char *op, const at::Te
   // Panels of b have unit column stride, whatever b's own layout. Bit 6, the bias's
   // stride: a contiguous bias is one vector load per block row, where a run-time stride
   // kept a gather beside it in every kernel.
-  int64_t unitBiasStride = bias && (bias->stride(0) == 1 || n == 1) ? 1 << 6 : 0;
+  int64_t epilogueUnitStrides = bias && (bias->stride(0) == 1 || n == 1) ? 1 << 6 : 0;
   // Bits 7 and 8: the activation's strides (rows, columns), as a's, b's and c's.
   if (activationOperand)
-    unitBiasStride |= runtime::unitStrideBits({&*activationOperand}) << 7;
+    epilogueUnitStrides |= runtime::unitStrideBits({&*activationOperand}) << 7;
   if (target.kind == TargetKind::Cpu) {
     // float16's bfloat16 terms are such a copy too, written by the launch's threads.
     // A copy per thread is read as a is in place: from the core's own cache.
@@ -432,10 +432,10 @@ void tile::binding::prepareMatmul(MatmulCall &call, const char *op, const at::Te
     signature[kUnitStrides] =
         (runtime::unitStrideBits({&aOperand, &bOperand, &cOperand}) & kUnitColumnStridesOfAB) |
         kUnitColumnStrideOfC | (panels ? kUnitColumnStrideOfB : 0) |
-        (rowDots ? kUnitRowStrideOfB : 0) | unitBiasStride;
+        (rowDots ? kUnitRowStrideOfB : 0) | epilogueUnitStrides;
   } else {
     signature[kUnitStrides] =
-        runtime::unitStrideBits({&aOperand, &bOperand, &cOperand}) | unitBiasStride;
+        runtime::unitStrideBits({&aOperand, &bOperand, &cOperand}) | epilogueUnitStrides;
     int64_t sizes = (m % 16 == 0 ? 1 : 0) | (n % 16 == 0 ? 2 : 0) | (k % 16 == 0 ? 4 : 0);
     // Bit 6: the bias's data 16-byte aligned, as fresh allocations are.
     int64_t alignedBias =
