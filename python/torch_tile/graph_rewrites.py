@@ -434,6 +434,17 @@ def add_to_vector_add(graph: torch.fx.Graph, min_elements: dict[str, int]) -> in
     return rewritten
 
 
+def _gemm_templates_in_play() -> bool:
+    """Inductor's max-autotune times GEMM templates of its own (Triton's, its C++ one, ...)
+    for the graph being compiled: those can fuse the pointwise ops around a GEMM."""
+    from torch._inductor import config as inductor_config
+
+    backends = {name.strip().upper()
+                for name in inductor_config.max_autotune_gemm_backends.split(",")}
+    return (bool(inductor_config.max_autotune or inductor_config.max_autotune_gemm)
+            and bool(backends - {"ATEN", "TILE", ""}))
+
+
 class TileRewritePass(CustomGraphPass):
     """The rewrites above as an Inductor post-grad pass; `uuid` keys Inductor's caches.
 
@@ -474,7 +485,12 @@ class TileRewritePass(CustomGraphPass):
             wanted = backend_choice.tile_wins if choice == "auto" else None
             counts["matmul_leaky_relu"] = fuse_matmul_leaky_relu(
                 graph, wanted, timed=self._fusion_autotuned())
-            counts["matmul_leaky_relu_backward"] = fuse_matmul_leaky_relu_backward(graph, wanted)
+            # Where max-autotune times Inductor's GEMM templates, a template may take
+            # leaky_relu's backward into its own epilogue, which the verdict (against aten's
+            # GEMM and a pointwise kernel) does not know: there the pair stays Inductor's.
+            if not _gemm_templates_in_play():
+                counts["matmul_leaky_relu_backward"] = fuse_matmul_leaky_relu_backward(graph,
+                                                                                       wanted)
             if self.matmul:
                 counts["matmul"] = matmul_to_tile(graph, wanted)
         if self.vector_add_min_elements:
@@ -493,7 +509,7 @@ class TileRewritePass(CustomGraphPass):
         choice = self._backend_matmul()
         verdicts = backend_choice.fingerprint() if choice == "auto" else None
         settings = repr((self.matmul, sorted(self.vector_add_min_elements.items()), choice,
-                         verdicts, self._fusion_autotuned()))
+                         verdicts, self._fusion_autotuned(), _gemm_templates_in_play()))
         return get_hash_for_files((__file__, backend_choice.__file__), extra=settings)
 
 

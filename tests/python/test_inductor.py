@@ -251,3 +251,32 @@ def test_import_installs_the_hooks_when_asked():
                             text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "True"
+
+
+def test_max_autotune_leaves_leaky_relus_backward_to_inductors_templates():
+    # Under max-autotune a GEMM template of Inductor's may take leaky_relu's backward into
+    # its epilogue: the backward fusion, decided against aten's GEMM and a pointwise kernel,
+    # is not formed there. Outside max-autotune it is.
+    torch_tile.inductor.install()
+    x, out_grad = torch.randn(32, 48), torch.randn(32, 16)
+    w = torch.randn(48, 40).requires_grad_()
+    v = torch.randn(40, 16).requires_grad_()
+
+    def layer(x, w, v):
+        return F.leaky_relu(x @ w, 0.2) @ v
+
+    def step(fn):
+        w.grad = v.grad = None
+        out = fn(x, w, v)
+        out.backward(out_grad)
+        return out, w.grad, v.grad
+
+    fused = "torch.ops.tile.matmul_leaky_relu_backward.default("
+    for autotune in (False, True):
+        torch._dynamo.reset()
+        with torch_tile.config.patch(backend_matmul="always"), \
+                config.patch(max_autotune=autotune, max_autotune_gemm_backends="ATEN,TRITON"):
+            got, (_, backward_code) = run_and_get_code(step, torch.compile(layer))
+        for g, want in zip(got, step(layer), strict=True):
+            assert relative_error(g, want) < 1e-4
+        assert (fused in backward_code) != autotune
