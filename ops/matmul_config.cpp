@@ -109,10 +109,24 @@ std::map<std::string, int64_t> cpuConfig(const Target &target, int64_t m, int64_
     blockM = 8;
     blockN = 32;
   }
+  // int8 on the vector kernel with K up to 256, past one group's rows: groups of 16 rows,
+  // whose a (4 KB at most) stays in the L1 while the group walks every block column. In
+  // groups of 1024 rows (two tasks of a group each) the programs of such a short K ran
+  // 3-33% slower (2 threads, znver5, in one process, groups of 16 / 1024 rows against
+  // _int_mm: 2048^2x32 419 / 622 us (440), 2048^2x64 471 / 627 (531), 2048^2x128 703 / 859
+  // (581), 4096x1024x128 684-719 / 788 (573-601), 2048^2x256 1218 / 1276 (1163),
+  // 1536^2x128 393 / 391, 2048x512x64 114 / 111). At K = 512 1024 rows won (2048^2x512
+  // 2354 / 2270 us), and within one group (M up to 1024) the column-band launch of one
+  // group did (1024^2x128 181 / 165 us).
+  constexpr int64_t kShortIntegerK = 256, kRowsPerShortGroup = 16;
+  int64_t rowsPerGroup =
+      avx512 && inputDtype == "i8" && blockM == 4 && k <= kShortIntegerK && m > kRowsPerGroup
+          ? kRowsPerShortGroup
+          : kRowsPerGroup;
   return {{"BLOCK_M", blockM},
           {"BLOCK_N", blockN},
           {"BLOCK_K", blockK},
-          {"GROUP_M", kRowsPerGroup / blockM}};
+          {"GROUP_M", rowsPerGroup / blockM}};
 }
 
 /// A call of few rows of a (a batch of a few tokens through a layer's weight) does few
