@@ -500,16 +500,12 @@ OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) 
       func.setArgAttr(3 + size, mlir::tile::kDivisibilityAttrName, b.getI64IntegerAttr(16));
   if (hasBias && ((divisibility16 >> 6) & 1))
     func.setArgAttr(biasArg, mlir::tile::kDivisibilityAttrName, b.getI64IntegerAttr(16));
-  if (leakyBackward && ((divisibility16 >> 7) & 1)) {
-    func.setArgAttr(activationArg, mlir::tile::kDivisibilityAttrName, b.getI64IntegerAttr(16));
-    int64_t elements =
-        std::max<int64_t>(1, 16 / ((activationElement.getIntOrFloatBitWidth() + 7) / 8));
-    for (unsigned i = activationArg + 1; i < activationArg + 3; ++i)
-      if (!isUnit(i))
-        func.setArgAttr(i, mlir::tile::kDivisibilityAttrName, b.getI64IntegerAttr(elements));
-  }
-  for (auto [tensor, pointerArg, firstStride, element] :
-       {std::tuple{0, 0u, 6u, input}, {1, 1u, 8u, input}, {2, 2u, 10u, output}}) {
+  // a, b, c and, for leaky_relu's backward, the activation (bit 7): data and strides.
+  SmallVector<std::tuple<int, unsigned, unsigned, Type>, 4> aligned = {
+      {0, 0u, 6u, input}, {1, 1u, 8u, input}, {2, 2u, 10u, output}};
+  if (leakyBackward)
+    aligned.push_back({7, activationArg, activationArg + 1, activationElement});
+  for (auto [tensor, pointerArg, firstStride, element] : aligned) {
     if (!((divisibility16 >> tensor) & 1))
       continue;
     func.setArgAttr(pointerArg, mlir::tile::kDivisibilityAttrName, b.getI64IntegerAttr(16));

@@ -35,8 +35,7 @@ void tile::runtime::launchCpuInRowBands(const LoadedKernel &kernel, void **args,
   if (rowBlocks < 0 || colBlocks < 0 || bands < 1 || rowBlocks * colBlocks > INT32_MAX)
     throw std::invalid_argument("bad row bands of a grid");
   CpuEntry entry = kernel.cpuEntry;
-  int32_t programs = int32_t(rowBlocks * colBlocks);
-  Grid grid = blockGrid ? Grid{int32_t(rowBlocks), int32_t(colBlocks), 1} : Grid{programs, 1, 1};
+  Grid grid = matmulGrid(rowBlocks, colBlocks, blockGrid);
   parallelFor(0, bands, 1, [&](int64_t begin, int64_t end) {
     for (int64_t band = begin; band < end; ++band) {
       int64_t first = rowBlocks * band / bands, last = rowBlocks * (band + 1) / bands;
@@ -56,8 +55,8 @@ void tile::runtime::launchCpuInColumnBands(
   if (rowBlocks < 1 || colBlocks < 0 || rowBlocks * colBlocks > INT32_MAX)
     throw std::invalid_argument("bad column bands of a grid");
   CpuEntry entry = kernel.cpuEntry;
-  int32_t programs = int32_t(rowBlocks * colBlocks);
-  Grid grid = blockGrid ? Grid{int32_t(rowBlocks), int32_t(colBlocks), 1} : Grid{programs, 1, 1};
+  int64_t programs = rowBlocks * colBlocks;
+  Grid grid = matmulGrid(rowBlocks, colBlocks, blockGrid);
   // Per column, the task that claimed it (its first program + 1; 0: none yet) and its
   // phase. A task claims the unclaimed columns of its range and writes them before it
   // runs any program or waits for anything; it then runs its own columns, and last those

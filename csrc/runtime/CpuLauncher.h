@@ -33,9 +33,16 @@ void launchCpu(const LoadedKernel &kernel, void **args, Grid grid, int64_t grain
 /// the same threads in the same bands (the float16 path's float32 copy), each reads what
 /// its own core's cache holds; split by columns, each would read all of a, half of it
 /// from the other core's.
-/// `blockGrid`: the kernel takes its block from a 2-D grid (its grid_2d knob): the grid is
-/// passed as (rowBlocks, colBlocks), otherwise as (programs) (the same programs in the same
-/// order).
+/// The grid of a matmul kernel over rowBlocks x colBlocks blocks, block rows fastest:
+/// (rowBlocks, colBlocks) where the kernel takes its block from a 2-D grid (`blockGrid`,
+/// its grid_2d knob), else one id per program (the same programs in the same order).
+inline Grid matmulGrid(int64_t rowBlocks, int64_t colBlocks, bool blockGrid) {
+  if (blockGrid)
+    return {int32_t(rowBlocks), int32_t(colBlocks), 1};
+  return {int32_t(rowBlocks * colBlocks), 1, 1};
+}
+
+/// `blockGrid`: as matmulGrid's.
 void launchCpuInRowBands(const LoadedKernel &kernel, void **args, int64_t rowBlocks,
                          int64_t colBlocks, int64_t bands, const ParallelFor &parallelFor,
                          bool blockGrid = false);

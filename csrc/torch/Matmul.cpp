@@ -46,9 +46,8 @@ struct UnwrittenOperands {
 /// ids are its block's (grid_2d), else one id per program.
 tile::runtime::Grid gridOf(const tile::runtime::LaunchPlan &plan) {
   if (plan.blockGrid && plan.rowBlocks > 0)
-    return {static_cast<int32_t>(plan.rowBlocks),
-            static_cast<int32_t>(plan.programs / plan.rowBlocks), 1};
-  return {static_cast<int32_t>(plan.programs), 1, 1};
+    return tile::runtime::matmulGrid(plan.rowBlocks, plan.programs / plan.rowBlocks, true);
+  return tile::runtime::matmulGrid(plan.programs, 1, false);
 }
 
 /// `rowBands`: a was just written by the launch's threads, each a band of its rows (see

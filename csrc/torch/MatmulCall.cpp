@@ -58,17 +58,30 @@ void checkOperands(const char *op, const at::Tensor &a, const at::Tensor &b) {
                    "; supported: float32, float16, bfloat16, int8 (with out_dtype=torch.int32)");
 }
 
+/// An operand of the epilogue (`what`: "bias", "activation") on the operands' device and
+/// dense; its shape is its own caller's to check.
+void checkEpilogueOperandPlace(const char *op, const char *what, const at::Tensor &t,
+                               const at::Tensor &a) {
+  TORCH_CHECK(t.device() == a.device(), op, ": ", what, " is on ", t.device(),
+              " but the operands are on ", a.device());
+  TORCH_CHECK(t.layout() == at::kStrided, op, ": the ", what, " must be a dense (strided) tensor");
+}
+
+/// An operand of the epilogue in the input or the output dtype.
+void checkEpilogueOperandDtype(const char *op, const char *what, const at::Tensor &t,
+                               const at::Tensor &a, at::ScalarType out) {
+  TORCH_CHECK_TYPE(t.scalar_type() == a.scalar_type() || t.scalar_type() == out, op, ": ", what,
+                   " dtype ", t.scalar_type(), " is neither the input dtype (", a.scalar_type(),
+                   ") nor the output dtype (", out, ")");
+}
+
 /// A bias of length N in the input or the output dtype, on the operands' device.
 void checkBias(const char *op, const at::Tensor &bias, const at::Tensor &a, int64_t n,
                at::ScalarType out) {
-  TORCH_CHECK(bias.device() == a.device(), op, ": bias is on ", bias.device(),
-              " but the operands are on ", a.device());
-  TORCH_CHECK(bias.layout() == at::kStrided, op, ": the bias must be a dense (strided) tensor");
+  checkEpilogueOperandPlace(op, "bias", bias, a);
   TORCH_CHECK(bias.dim() == 1 && bias.size(0) == n, op,
               ": bias must be 1-D of length N = b.shape[1] = ", n, ", got shape ", bias.sizes());
-  TORCH_CHECK_TYPE(bias.scalar_type() == a.scalar_type() || bias.scalar_type() == out, op,
-                   ": bias dtype ", bias.scalar_type(), " is neither the input dtype (",
-                   a.scalar_type(), ") nor the output dtype (", out, ")");
+  checkEpilogueOperandDtype(op, "bias", bias, a, out);
 }
 
 /// A tensor as the runtime sees it.
@@ -163,18 +176,12 @@ tile::binding::MatmulCall::withConfig(const std::map<std::string, int64_t> &knob
 
 void tile::binding::checkActivation(const char *op, const at::Tensor &activation,
                                     const at::Tensor &a, const at::Tensor &b, at::ScalarType out) {
-  TORCH_CHECK(activation.device() == a.device(), op, ": activation is on ", activation.device(),
-              " but the operands are on ", a.device());
-  TORCH_CHECK(activation.layout() == at::kStrided, op,
-              ": the activation must be a dense (strided) tensor");
+  checkEpilogueOperandPlace(op, "activation", activation, a);
   TORCH_CHECK(activation.dim() == 2 && activation.size(0) == a.size(0) &&
                   activation.size(1) == b.size(1),
               op, ": activation must have the result's shape (M, N) = (", a.size(0), ", ",
               b.size(1), "), got shape ", activation.sizes());
-  TORCH_CHECK_TYPE(activation.scalar_type() == a.scalar_type() || activation.scalar_type() == out,
-                   op, ": activation dtype ", activation.scalar_type(),
-                   " is neither the input dtype (", a.scalar_type(), ") nor the output dtype (",
-                   out, ")");
+  checkEpilogueOperandDtype(op, "activation", activation, a, out);
 }
 
 at::ScalarType tile::binding::checkMatmulCall(const char *op, const at::Tensor &a,

@@ -135,6 +135,12 @@ def _erase_gemm(graph, x, gemm_node):
         graph.erase_node(gemm_node)
 
 
+def _is_constant_slope(slope) -> bool:
+    """A slope written into the graph as a finite number (not a node, not a bool)."""
+    return (not isinstance(slope, bool) and isinstance(slope, (int, float))
+            and math.isfinite(slope))
+
+
 def _leaky_relu_parts(where):
     """(x, slope, mask, scaled) when `where` is leaky_relu(x, slope) as decomposed: slope a
     float, or the 0-d tensor node it is read from when it is a graph input."""
@@ -151,7 +157,7 @@ def _leaky_relu_parts(where):
     if isinstance(slope, torch.fx.Node):
         source = _runtime_slope(slope)
         return None if source is None else (x, source, mask, scaled)
-    if isinstance(slope, bool) or not isinstance(slope, (int, float)) or not math.isfinite(slope):
+    if not _is_constant_slope(slope):
         return None
     return x, float(slope), mask, scaled
 
@@ -243,7 +249,7 @@ def _leaky_relu_backward_parts(where):
     if not (scaled.target == aten.mul.Tensor and scaled.args[0] is x):
         return None
     slope = scaled.args[1]
-    if isinstance(slope, bool) or not isinstance(slope, (int, float)) or not math.isfinite(slope):
+    if not _is_constant_slope(slope):
         return None
     activation = mask.args[0]
     # gt(widened, 0) of a float16 or bfloat16 activation: its own sign is the same.

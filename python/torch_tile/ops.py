@@ -46,18 +46,28 @@ def _vector_add_fake(a, b):
     return torch.empty_like(a, memory_format=torch.contiguous_format)
 
 
+def _check_epilogue_device(name, what, t, a):
+    """An operand of the epilogue (`what`: bias, activation) on the operands' device."""
+    torch._check(t.device == a.device,
+                 lambda: f"tile::{name}: {what} is on {t.device} but the operands are on {a.device}")
+
+
+def _check_epilogue_dtype(name, what, t, a, out):
+    """An operand of the epilogue in the input or the output dtype."""
+    torch._check(t.dtype in (a.dtype, out),
+                 lambda: f"tile::{name}: {what} dtype {t.dtype} is neither the input dtype "
+                         f"({a.dtype}) nor the output dtype ({out})")
+
+
 def _check_bias(name, bias, a, b, out):
     """A bias of length N in the input or the output dtype, on the operands' device."""
     if bias is None:
         return
-    torch._check(bias.device == a.device,
-                 lambda: f"tile::{name}: bias is on {bias.device} but the operands are on {a.device}")
+    _check_epilogue_device(name, "bias", bias, a)
     torch._check(bias.dim() == 1 and bias.shape[0] == b.shape[1],
                  lambda: f"tile::{name}: bias must be 1-D of length N = b.shape[1] = {b.shape[1]}, "
                          f"got shape {tuple(bias.shape)}")
-    torch._check(bias.dtype in (a.dtype, out),
-                 lambda: f"tile::{name}: bias dtype {bias.dtype} is neither the input dtype "
-                         f"({a.dtype}) nor the output dtype ({out})")
+    _check_epilogue_dtype(name, "bias", bias, a, out)
 
 
 @torch.library.register_fake("tile::matmul")
@@ -104,16 +114,12 @@ def _matmul_leaky_relu_bias_fake(a, b, bias, negative_slope):
 def _check_activation(name, activation, a, b, out):
     """The activation of leaky_relu's backward: the result's shape (M, N), on the operands'
     device, in the input or the output dtype."""
-    torch._check(activation.device == a.device,
-                 lambda: f"tile::{name}: activation is on {activation.device} but the operands "
-                         f"are on {a.device}")
+    _check_epilogue_device(name, "activation", activation, a)
     torch._check(activation.dim() == 2 and activation.shape[0] == a.shape[0]
                  and activation.shape[1] == b.shape[1],
                  lambda: f"tile::{name}: activation must have the result's shape (M, N) = "
                          f"({a.shape[0]}, {b.shape[1]}), got shape {tuple(activation.shape)}")
-    torch._check(activation.dtype in (a.dtype, out),
-                 lambda: f"tile::{name}: activation dtype {activation.dtype} is neither the input "
-                         f"dtype ({a.dtype}) nor the output dtype ({out})")
+    _check_epilogue_dtype(name, "activation", activation, a, out)
 
 
 @torch.library.register_fake("tile::matmul_leaky_relu_backward")

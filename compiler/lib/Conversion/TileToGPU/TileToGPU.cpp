@@ -340,13 +340,13 @@ Value LoadLowering::loadWholeRuns(LoadOp op, OpAdaptor adaptor, ConversionPatter
   auto runType = VectorType::get({run}, element);
   Value zeros =
       arith::ConstantOp::create(rewriter, loc, vectorType, rewriter.getZeroAttr(vectorType));
+  auto remap = [&](Value v) { return rewriter.getRemappedValue(v); };
   auto readAll = [&](OpBuilder &b, Location l, bool checked) {
     Value result = zeros;
     std::optional<MatrixPlaces> places;
     SmallVector<Value> rowBounds, colBounds;
     if (checked) {
       places.emplace(b, l, dist, layout);
-      auto remap = [&](Value v) { return rewriter.getRemappedValue(v); };
       for (const ScalarPoly &bound : bounds->upper[0])
         rowBounds.push_back(bound.materialize(b, l, remap));
       for (const ScalarPoly &bound : bounds->upper[1])
@@ -378,7 +378,6 @@ Value LoadLowering::loadWholeRuns(LoadOp op, OpAdaptor adaptor, ConversionPatter
     return readAll(rewriter, loc, /*checked=*/false);
   // The block's last row and column inside every bound: then all of it is.
   Value lastIn = arith::ConstantIntOp::create(rewriter, loc, 1, 1);
-  auto remap = [&](Value v) { return rewriter.getRemappedValue(v); };
   for (int d = 0; d < 2; ++d) {
     Value last =
         arith::ConstantIntOp::create(rewriter, loc, rewriter.getI64Type(), type.getDimSize(d) - 1);
