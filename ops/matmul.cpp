@@ -565,6 +565,17 @@ OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) 
         " reads a's k in groups, which needs a's column stride to be 1 (unit_strides bit 1)");
   if (packedB)
     strideBk = mb.constant(blockN * kGroup);
+  // unsigned_a (int8 on vpdpbusd, set by the CPU binding): the dot takes a + 128, vpdpbusd's
+  // own unsigned side, and the bias carries what that adds, -128 times b's column sums,
+  // which the caller computed once per call. Done inside the dot, the correction had each
+  // program sum its rows of a in its K loop and reduce them after it, again for every
+  // block column: 2-8% of an int8 call of K up to 256 past 1024 rows (a third at K = 4).
+  bool unsignedA = spec.config.count("unsigned_a") && spec.knob("unsigned_a") != 0;
+  if (unsignedA && (!integer || kGroup != 4 || !hasBias || spec.dtypes[2] != "i32"))
+    throw std::invalid_argument(spec.op +
+                                " unsigned_a=1 takes int8 with packed_b=4 and an int32 "
+                                "bias (b's column sums times -128), got spec " +
+                                spec.str());
 
   // Clusters of num_ctas programs (Hopper): the programs of a cluster take vertically
   // adjacent blocks of one block column, so that they read the same tiles of B, which
@@ -703,6 +714,8 @@ OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) 
     auto dot = tt::DotOp::create(b, loc, accType, aBlock, bBlock, loop.getRegionIterArg(0));
     if (kGroup > 1)
       dot.setBKGroup(kGroup);
+    if (unsignedA)
+      dot.setUnsignedA(true);
     Value acc = dot;
     scf::YieldOp::create(b, loc, acc);
   }

@@ -318,7 +318,7 @@ void checkGroups(const tile::runtime::PanelLayout &layout) {
 } // namespace
 
 void *tile::runtime::threadScratch(ScratchUse use, int64_t bytes) {
-  constexpr int kUses = static_cast<int>(ScratchUse::ProductInAccumulator) + 1;
+  constexpr int kUses = static_cast<int>(ScratchUse::Count);
   thread_local std::unique_ptr<void, FreeBuffer> kept[kUses];
   thread_local int64_t keptBytes[kUses] = {};
   thread_local std::unique_ptr<void, FreeBuffer> once[kUses];

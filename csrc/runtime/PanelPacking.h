@@ -69,6 +69,7 @@ void copyRows(const void *from, int64_t fromStride, int64_t rows, int64_t rowByt
 ///   transposes back into c at once; ProductInAccumulator: that c in the accumulator's
 ///   dtype, before its bias, leaky_relu and rounding. (Fresh allocations of them had
 ///   faulted in their pages again on every call.)
+/// - UnsignedAOffsets: an int8 call's bias with b's column sums taken off (ColumnSums.h).
 enum class ScratchUse {
   Panels,
   FloatA,
@@ -78,7 +79,9 @@ enum class ScratchUse {
   RowsOfHalvesB,
   OwnPanels,
   ProductTransposed,
-  ProductInAccumulator
+  ProductInAccumulator,
+  UnsignedAOffsets,
+  Count ///< of the uses above: keep it last
 };
 
 /// A buffer of at least `bytes` for the calling thread's `use`, valid until its next call

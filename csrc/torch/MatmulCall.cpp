@@ -3,6 +3,7 @@
 #include "AtenParallelFor.h"
 #include "DTypes.h"
 #include "ops/MatmulConfig.h"
+#include "runtime/ColumnSums.h"
 #include "runtime/PanelPacking.h"
 #include "runtime/Transpose.h"
 #include "tile/Target/CpuArch.h"
@@ -128,9 +129,10 @@ enum Slot {
 constexpr int64_t kMatmulOp = 0, kLeakyReluOp = 1, kLeakyReluBackwardOp = 2;
 /// The CPU specializes on no divisibility: there the slot records the copies the call
 /// writes: bit 0 a copy of a that the launch's threads share (see withMatrixTiles), bit 1
-/// panels of a b whose columns are not contiguous (made whatever the call's size).
+/// panels of a b whose columns are not contiguous (made whatever the call's size), bit 2
+/// an int8 bias holding b's column sums for a kernel that takes a + 128 (unsigned_a).
 constexpr Slot kCopies = kDivisibility;
-constexpr int64_t kCopyOfA = 1, kPanelsOfStridedB = 2;
+constexpr int64_t kCopyOfA = 1, kPanelsOfStridedB = 2, kUnsignedA = 4;
 
 namespace {
 
@@ -295,13 +297,13 @@ CopyOfA rowsOfA(const at::Tensor &a, bool onTiles) {
 void tile::binding::prepareMatmul(MatmulCall &call, const char *op, const at::Tensor &a,
                                   const at::Tensor &b, std::optional<double> negativeSlope,
                                   std::optional<at::ScalarType> outDtype,
-                                  const std::optional<at::Tensor> &bias, const Target &target,
+                                  const std::optional<at::Tensor> &callerBias, const Target &target,
                                   bool contiguousRowsOfB, bool termsOfHalves,
                                   std::optional<runtime::ScratchUse> cScratch,
                                   const std::optional<at::Tensor> &activation) {
   at::ScalarType out =
       termsOfHalves ? checkMatmulCall(op, a, b, negativeSlope.has_value(), at::kFloat, std::nullopt)
-                    : checkMatmulCall(op, a, b, negativeSlope.has_value(), outDtype, bias);
+                    : checkMatmulCall(op, a, b, negativeSlope.has_value(), outDtype, callerBias);
   if (termsOfHalves && outDtype)
     out = *outDtype;
   if (activation)
@@ -394,6 +396,33 @@ void tile::binding::prepareMatmul(MatmulCall &call, const char *op, const at::Te
   if (m == 0 || n == 0)
     return;
 
+  // int8 on vpdpbusd, b in panels of quads, K up to 256, past 1024 rows: the kernel takes
+  // a + 128 as it is (unsigned_a) and its bias takes off what that adds, -128 times b's
+  // column sums, summed here once. Each 4 x 64 program had summed its rows of a inside its
+  // K loop and reduced them after it, the programs of every block column the same rows
+  // again. Against that, in one process (znver5, 2 threads, 7-9 interleaved rounds, tile's
+  // time old / new, _int_mm): 2048^2x128 661 / 637 us (583), 4096x1024x128 653 / 630 (584),
+  // 2048x512x64 97.3 / 90.4 (79.3), 1536^2x128 380 / 361 (330), 8192x256x32 131 / 121 (121),
+  // 2048^2x16 387 / 311 (391), 2048^2x4 502 / 327 (384), 2048^2x256 1182 / 1169 (1086);
+  // b transposed 2048^2x128 699 / 655 (571). There the launch runs groups of 16 rows, each
+  // walking every block column. Up to 1024 rows (one group) it lost or tied: 256^2x64
+  // 8.7 / 9.3 us, 1024^2x128 157 / 160, 1024^2x4 39 / 55, 1024x2048x16 94 / 86. Past
+  // K = 256 the sums cost nothing: the loop runs at vpdpbusd's rate either way.
+  constexpr int64_t kShortInt8K = 256, kRowsOfOneGroup = 1024;
+  std::optional<at::Tensor> bias = callerBias;
+  bool unsignedA = cpu && !onTiles && panels && !activation && a.scalar_type() == at::kChar &&
+                   unitKOfA && dotGroupOfK(target, "i8") == 4 && k <= kShortInt8K &&
+                   m > kRowsOfOneGroup;
+  if (unsignedA) {
+    at::Tensor offsets = scratchTensor(runtime::ScratchUse::UnsignedAOffsets, {n}, at::kInt);
+    runtime::unsignedAOffsets(b.const_data_ptr<int8_t>(), k, n, b.stride(0), b.stride(1),
+                              callerBias ? callerBias->const_data_ptr() : nullptr,
+                              callerBias ? int(callerBias->element_size()) : 0,
+                              callerBias ? callerBias->stride(0) : 0,
+                              offsets.mutable_data_ptr<int32_t>());
+    bias = offsets;
+  }
+
   auto aOperand = operandOf(call.a), bOperand = operandOf(call.b), cOperand = operandOf(call.c);
   std::optional<runtime::StridedOperand> biasOperand;
   if (bias)
@@ -435,7 +464,8 @@ void tile::binding::prepareMatmul(MatmulCall &call, const char *op, const at::Te
     // A copy per thread is read as a is in place: from the core's own cache.
     bool aCopied =
         termsOfHalves || (call.a.const_data_ptr() != a.const_data_ptr() && !call.aCopyPerThread);
-    signature[kCopies] = (aCopied ? kCopyOfA : 0) | (stridedB ? kPanelsOfStridedB : 0);
+    signature[kCopies] = (aCopied ? kCopyOfA : 0) | (stridedB ? kPanelsOfStridedB : 0) |
+                         (unsignedA ? kUnsignedA : 0);
     signature[kUnitStrides] =
         (runtime::unitStrideBits({&aOperand, &bOperand, &cOperand}) & kUnitColumnStridesOfAB) |
         kUnitColumnStrideOfC | (panels ? kUnitColumnStrideOfB : 0) |
@@ -521,7 +551,16 @@ void tile::binding::MatmulCall::specify() {
     bool unitKOfA = signature[kUnitStrides] & kUnitColumnStrideOfA;
     // AMX multiplies b only in groups of k: where a call takes the tile registers, b is
     // always read from grouped panels, whatever its size.
-    if (usesMatrixTiles(*target, spec.dtypes[0], unitKOfA, signature[kM], signature[kK])) {
+    if (signature[kCopies] & kUnsignedA) {
+      // The bias holds b's column sums (prepare): the kernel must take a + 128, from b's
+      // panels of quads, which int8's default blocks (16 to 64 columns) always allow.
+      spec.config["packed_b"] = panelGroupFor(*target, spec.dtypes[0], unitKOfA, spec.config);
+      TORCH_CHECK(spec.config["packed_b"] == 4, op,
+                  ": internal error: an int8 kernel of "
+                  "short K got b in groups of ",
+                  spec.config["packed_b"], ", not 4");
+      spec.config["unsigned_a"] = 1;
+    } else if (usesMatrixTiles(*target, spec.dtypes[0], unitKOfA, signature[kM], signature[kK])) {
       // a.size(1): the kernel's k, which a copy of a pads with zeros to whole cache lines.
       spec.config =
           ops::withMatrixTiles(spec.config, signature[kM], signature[kN], signature[kK],

@@ -345,6 +345,49 @@ INSTANTIATE_TEST_SUITE_P(Cpu, GroupedDots,
                                            GroupedDotCase{"i8", "i32", "avx512vnni", "vpdpbusd", "vpermt2b"}),
                          [](const ::testing::TestParamInfo<GroupedDotCase> &info) { return info.param.in; });
 
+TEST(Matmul, UnsignedATakesVpdpbusdWithNoSumsOfRows) {
+  // unsigned_a: the int8 dot reads a + 128 as vpdpbusd's unsigned side, and the bias
+  // (b's column sums times -128, the caller's) takes off what that adds. The kernel flips
+  // a's sign bits and sums no rows of a (the shifts that split a's bytes into 16-bit
+  // lanes are gone). It stays on vpdpbusd where the host has AMX (the tiles multiply
+  // signed bytes), and a target without vpdpbusd refuses it, as do a spec without b in
+  // quads or without an int32 bias to carry the sums.
+  GroupedDotCase c{"i8", "i32", "avx512vnni", "vpdpbusd", "vpermt2b"};
+  auto [with, without] = cpusWithAndWithout("znver4", c.feature);
+  auto context = createContext();
+  CompileOptions options;
+  options.keepStages = true;
+  auto assemblyOf = [&](const ops::KernelSpec &spec, const Target &target) {
+    auto module = ops::buildKernel(*context, spec);
+    return compile(*module, target, options).stages.at(3).second;
+  };
+  auto flipped = groupedSpec(c, 4, 64, 128, Bias::Contiguous);
+  std::string sumsOfRows = assemblyOf(flipped, with);
+  EXPECT_GT(matches(sumsOfRows, std::regex(R"(\tvpsraw\s)")), 0) << "the row sums' shifts";
+  auto unsignedA = tile::testing::withKnobs(flipped, {{"unsigned_a", 1}});
+  std::string assembly = assemblyOf(unsignedA, with);
+  EXPECT_NE(assembly.find("vpdpbusd"), std::string::npos);
+  EXPECT_EQ(matches(assembly, std::regex(R"(\tvpsraw\s)")), 0);
+  EXPECT_EQ(assembly.find("vpmulld"), std::string::npos);
+
+  auto onTiles =
+      tile::testing::withKnobs(groupedSpec(c, 32, 32, 256, Bias::Contiguous), {{"unsigned_a", 1}});
+  std::string amx =
+      assemblyOf(onTiles, cpusWithAndWithout("sapphirerapids", "amx-tile,+amx-int8").first);
+  EXPECT_EQ(amx.find("tdpbssd"), std::string::npos);
+  EXPECT_NE(amx.find("vpdpbusd"), std::string::npos);
+
+  auto module = ops::buildKernel(*context, unsignedA);
+  EXPECT_ANY_THROW(compile(*module, without, CompileOptions())) << "no vpdpbusd";
+  EXPECT_THROW(ops::buildKernel(*context, tile::testing::withKnobs(groupedSpec(c, 4, 64, 128),
+                                                                   {{"unsigned_a", 1}})),
+               std::invalid_argument)
+      << "no bias to carry the column sums";
+  auto inPlace = unsignedA;
+  inPlace.config.erase("packed_b");
+  EXPECT_THROW(ops::buildKernel(*context, inPlace), std::invalid_argument) << "b not in quads";
+}
+
 TEST(Matmul, ABlockGridGivesEachProgramItsBlock) {
   // grid_2d: program (x, y) of a (block rows, block columns) grid computes block (x, y),
   // the same product as the grouped order of one group, with no division per program.

@@ -474,6 +474,42 @@ def test_int8_k_under_a_tile_step_stays_on_the_vector_kernel(shape, tmp_path):
     assert specs and not any(re.search(r"BLOCK_M=(32|64),", spec) for spec in specs), specs
 
 
+@pytest.mark.parametrize("layout", ["contiguous", "b_transposed", "a_transposed", "row_steps",
+                                    "offset_slices", "expanded"])
+@pytest.mark.parametrize("bias", ["none", "int32_extremes", "int8_strided"])
+@pytest.mark.parametrize("shape", [(1025, 200, 5), (2048, 130, 128), (1100, 16, 256),
+                                   (1500, 1000, 1), (4100, 48, 64)])
+def test_int8_short_k_past_one_group_takes_a_as_unsigned(layout, bias, shape, tmp_path):
+    # int8 of K up to 256 past 1024 rows, on vpdpbusd with b in panels of quads: the kernel
+    # reads a + 128 (vpdpbusd's unsigned side, unsigned_a) and its bias carries -128 times
+    # b's column sums, summed by the call once, with the caller's bias (int32 added with
+    # int32's wraparound, or int8 at a stride). Exact against int64 products, at ragged
+    # sizes, from any layout.
+    pair = next(p.values[0] for p in PAIRS if p.values[0].inputs == torch.int8)
+    if layout == "contiguous":
+        a, b = random_inputs(shape, torch.int8)
+    else:
+        a, b = strided_inputs(layout, shape, torch.int8)
+    n = shape[1]
+    extra = {}
+    if bias == "int32_extremes":
+        extra["bias"] = torch.tensor([-2**31, 2**31 - 1] * n, dtype=torch.int32)[:n]
+    elif bias == "int8_strided":
+        extra["bias"] = torch.randint(-128, 128, (2 * n,), dtype=torch.int8)[::2]
+    with torch_tile.config.patch(dump_dir=tmp_path):
+        torch_tile.runtime.clear_cache()
+        out = torch.ops.tile.matmul(a, b, out_dtype=torch.int32, **extra)
+    want = a.long() @ b.long() + (extra["bias"].long() if extra else 0)
+    want = (want + 2**31) % 2**32 - 2**31
+    assert out.dtype == torch.int32 and torch.equal(out.long(), want)
+    # Every kernel of the call on vpdpbusd takes a so; AMX's tiles (32 or 64 rows a block)
+    # multiply signed bytes and take it as it is.
+    specs = specs_compiled(tmp_path)
+    vnni = "AVX512-VNNI" in torch_tile.runtime.host_matrix_units()
+    assert specs and all(("unsigned_a=1" in spec) == (vnni and not re.search(r"BLOCK_M=(32|64),", spec))
+                         for spec in specs), specs
+
+
 @pytest.mark.parametrize("op, pair", [p for p in OP_PAIRS if p.values[1].inputs in (torch.bfloat16, torch.int8)])
 @pytest.mark.parametrize("m", [500, 449])
 def test_rows_past_a_whole_block(op, pair, m):

@@ -334,6 +334,9 @@ struct GroupedDot {
   /// a's side of vpdpbusd is unsigned: s8 a is taken as a + 128 (its sign bit flipped),
   /// and 128 times the column sums of b come off at the end.
   bool offsetA;
+  /// The dot computes (a + 128) @ b (the dot's unsigned_a): a's sign bits flipped and
+  /// nothing taken off, the program subtracting b's column sums itself.
+  bool unsignedA = false;
 };
 
 /// The dot-product instruction this host has for these operand and accumulator types.
@@ -537,11 +540,13 @@ SmallVector<Value> groupedMicrokernel(OpBuilder &b, Location loc, const OperandV
   // instruction per 16 lanes of b at every group of k, a quarter of a 4-row block's
   // products. Full blocks flip b's signs instead, and 128 times each row's sum of a comes
   // off: shifts and adds beside the loop's dots (flippedKLoop).
-  bool flipB = dot.offsetA && fullBlocks && k <= kMaxFlippedK;
+  bool flipB = dot.offsetA && fullBlocks && k <= kMaxFlippedK && !dot.unsignedA;
   bool offsetA = dot.offsetA && !flipB;
-  // Running 128 * sum of b per column, for vpdpbusd's offset a.
+  // Running 128 * sum of b per column, for vpdpbusd's offset a; none where the dot takes
+  // a + 128 as it is (unsigned_a).
+  bool sumsOfB = offsetA && !dot.unsignedA;
   SmallVector<Value> carried(accRows);
-  if (offsetA)
+  if (sumsOfB)
     for (int64_t c = 0; c < chunks; ++c)
       carried.push_back(arith::ConstantOp::create(b, loc, chunkType, b.getZeroAttr(chunkType)));
   // The group's rows of b joined two by two until two halves remain, then interleaved:
@@ -709,7 +714,7 @@ SmallVector<Value> groupedMicrokernel(OpBuilder &b, Location loc, const OperandV
           }
           next.push_back(result);
         }
-        if (offsetA) {
+        if (sumsOfB) {
           Value offsets = words(b, loc, vector::BroadcastOp::create(b, loc, wordsType, flipSigns));
           for (auto [c, bGroup] : llvm::enumerate(bGroups))
             next.push_back(dotProduct(b, loc, state[accRows.size() + c], offsets, bGroup));
@@ -735,7 +740,7 @@ SmallVector<Value> groupedMicrokernel(OpBuilder &b, Location loc, const OperandV
   if (loopEnd != end)
     results = lastPartialGroup(b, loc, loopEnd, end, results, groupOfK);
   SmallVector<Value> rows(ArrayRef<Value>(results).take_front(accRows.size()));
-  if (offsetA)
+  if (sumsOfB)
     for (Value &row : rows)
       for (int64_t c = 0; c < chunks; ++c) {
         Value corrected = arith::SubIOp::create(
@@ -780,6 +785,8 @@ struct DotLowering : OpConversionPattern<DotOp> {
   LogicalResult matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionPatternRewriter &rewriter) const override {
     if (readsOperandsFromMemory(op))
       return lowerFromMemory(op, adaptor, rewriter);
+    if (op.getUnsignedA())
+      return op.emitOpError("unsigned_a is read from memory by the dot itself, as b_k_group");
     if (op.kGroup() > 1)
       return op.emitOpError(
           "b_k_group is read from memory by the dot itself: a and b must be blocks loaded from "
@@ -795,6 +802,14 @@ struct DotLowering : OpConversionPattern<DotOp> {
     Type accElement = cast<RankedTensorType>(op.getAcc().getType()).getElementType();
     std::optional<GroupedDot> instruction =
         dotInstructionFor(aType.getElementType(), accElement, features);
+    if (op.getUnsignedA()) {
+      // Taken only where vpdpbusd reads b's quads as they lie: its u8 side is a + 128.
+      if (group != 4 || !instruction || !instruction->offsetA)
+        return op.emitOpError("unsigned_a needs b_k_group = 4 on a target with vpdpbusd "
+                              "(AVX512-VNNI), got b_k_group = ")
+               << group;
+      instruction->unsignedA = true;
+    }
     if (group > 1) {
       // b in groups of k is read only by the instruction that takes them.
       if (!instruction || instruction->group != group)
@@ -993,7 +1008,9 @@ struct DotLowering : OpConversionPattern<DotOp> {
                                    int64_t n, const GroupedDot &instruction) const {
     Location loc = op.getLoc();
     SmallVector<Value> rows = accumulatorRows(rewriter, loc, adaptor.getAcc());
-    if ((instruction.offsetA ? features.amxInt8 : features.amxBf16) && fitsMatrixTiles(m, n)) {
+    // The tiles multiply s8 by s8: a dot of a + 128 (unsigned_a) stays on vpdpbusd.
+    if ((instruction.offsetA ? features.amxInt8 : features.amxBf16) && fitsMatrixTiles(m, n) &&
+        !instruction.unsignedA) {
       SmallVector<Value> byTiles = matrixTileMicrokernel(
           rewriter, loc, TileBlock{{a.base, a.rowStride, a.element}, a.validRows, a.validCols},
           TileBlock{{b.base, b.rowStride, b.element}, b.validRows, b.validCols}, rows, k);

@@ -798,6 +798,9 @@ LogicalResult DotOnGpu::matchAndRewrite(DotOp op, OpAdaptor adaptor, ConversionP
   Location loc = op.getLoc();
   auto aType = op.getA().getType(), bType = op.getB().getType();
   Type input = aType.getElementType();
+  if (op.kGroup() != 1 || op.getUnsignedA())
+    return op.emitError("b_k_group and unsigned_a are the CPU's operand layouts; a GPU dot "
+                        "takes neither");
   auto a = stagedOperandOf(op.getA()), b = stagedOperandOf(op.getB());
   if (!a || !b)
     return op.emitError("a GPU dot needs both operands loaded from affine addresses with "

@@ -177,6 +177,8 @@ LogicalResult DotOp::verify() {
     return emitOpError("accumulator shape ")
            << acc.getDimSize(0) << "x" << acc.getDimSize(1) << " is not " << a.getDimSize(0) << "x"
            << b.getDimSize(1) / group;
+  if (getUnsignedA() && !a.getElementType().isInteger(8))
+    return emitOpError("unsigned_a takes i8 operands, got ") << a.getElementType();
   Type expected = accumulatorTypeFor(a.getElementType());
   if (acc.getElementType() != expected)
     return emitOpError("a dot of ") << a.getElementType() << " accumulates in " << expected

@@ -201,17 +201,25 @@ def Tile_DotOp : Tile_Op<"dot", [Pure,
     %d = tile.dot %a, %b, %c {b_k_group = 2 : i64}
         : tensor<8x256xbf16>, tensor<128x64xbf16> -> tensor<8x32xf32>
     ```
+
+    With `unsigned_a` (i8 only), a's bytes count as unsigned with their sign bit flipped:
+    `result = (a + 128) @ b + acc`. That is vpdpbusd's own operand (u8 x s8), which then
+    needs no correction inside the dot: the program subtracts 128 times b's column sums
+    itself, from sums its caller computed once (the CPU binding's int8 calls of short K,
+    where each block column's programs had summed the same rows of a again). Only the CPU
+    lowering on vpdpbusd takes it.
   }];
   let arguments = (ins RankedTensorOf<[F16, BF16, F32, I8]>:$a,
                        RankedTensorOf<[F16, BF16, F32, I8]>:$b,
                        RankedTensorOf<[F32, I32]>:$acc,
-                       OptionalAttr<I64Attr>:$b_k_group);
+                       OptionalAttr<I64Attr>:$b_k_group,
+                       UnitAttr:$unsigned_a);
   let results = (outs RankedTensorOf<[F32, I32]>:$result);
   let assemblyFormat = "$a `,` $b `,` $acc attr-dict `:` type($a) `,` type($b) `->` type($result)";
   let hasVerifier = 1;
   let builders = [
     OpBuilder<(ins "Type":$result, "Value":$a, "Value":$b, "Value":$acc), [{
-      build($_builder, $_state, result, a, b, acc, IntegerAttr());
+      build($_builder, $_state, result, a, b, acc, IntegerAttr(), UnitAttr());
     }]>
   ];
   let extraClassDeclaration = [{
