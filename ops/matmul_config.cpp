@@ -117,12 +117,19 @@ std::map<std::string, int64_t> cpuConfig(const Target &target, int64_t m, int64_
   // (581), 4096x1024x128 684-719 / 788 (573-601), 2048^2x256 1218 / 1276 (1163),
   // 1536^2x128 393 / 391, 2048x512x64 114 / 111). At K = 512 1024 rows won (2048^2x512
   // 2354 / 2270 us), and within one group (M up to 1024) the column-band launch of one
-  // group did (1024^2x128 181 / 165 us).
-  constexpr int64_t kShortIntegerK = 256, kRowsPerShortGroup = 16;
-  int64_t rowsPerGroup =
-      avx512 && inputDtype == "i8" && blockM == 4 && k <= kShortIntegerK && m > kRowsPerGroup
-          ? kRowsPerShortGroup
-          : kRowsPerGroup;
+  // group did (1024^2x128 181 / 165 us), except past 512 rows with 4096 columns or more
+  // (alternating processes, twice, one group / 16 rows: 1024x4096x64 646-712 / 457-468 us
+  // (_int_mm 514-551), 1024x6144x64 1112-1171 / 777-833, 1024x4096x32 500-636 / 428-442,
+  // 1024x4096x128 717-798 / 661-702, 900x4096x100 584-596 / 513-527, 1024x8192x64 10.3-10.5
+  // / 9.6-9.8 ms; 640x4096x64 268-298 / 268-272 us; against 1024x3000x64 309-319 / 332-357,
+  // 512x4096x64 188-197 / 198-202, 512x4096x256 596-610 / 626-632), where the one group's
+  // column bands of c, 1024 rows at 16 KB or more apart, are the likely cost.
+  constexpr int64_t kShortIntegerK = 256, kRowsPerShortGroup = 16, kHalfAGroup = 512,
+                    kWideColumns = 4096;
+  int64_t rowsPerGroup = avx512 && inputDtype == "i8" && blockM == 4 && k <= kShortIntegerK &&
+                                 (m > kRowsPerGroup || (m > kHalfAGroup && n >= kWideColumns))
+                             ? kRowsPerShortGroup
+                             : kRowsPerGroup;
   return {{"BLOCK_M", blockM},
           {"BLOCK_N", blockN},
           {"BLOCK_K", blockK},

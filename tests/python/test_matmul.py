@@ -510,6 +510,20 @@ def test_int8_short_k_past_one_group_takes_a_as_unsigned(layout, bias, shape, tm
                          for spec in specs), specs
 
 
+@pytest.mark.parametrize("shape", [(600, 4100, 64), (1024, 4096, 100), (513, 5000, 3)])
+def test_int8_short_k_of_wide_results_runs_in_groups_of_16_rows(shape, tmp_path):
+    # int8 of K up to 256 on the vector kernel's 4 x 64 blocks, past 512 rows and with
+    # 4096 columns or more: the launch runs groups of 16 rows (GROUP_M 4), each walking
+    # every block column, not one group of every row. Exact at ragged sizes.
+    pair = next(p.values[0] for p in PAIRS if p.values[0].inputs == torch.int8)
+    a, b = random_inputs(shape, torch.int8)
+    specs = checked_specs("matmul", a, b, pair, tmp_path)
+    vector = [spec for spec in specs if "BLOCK_M=4," in spec]
+    assert all("GROUP_M=4," in spec for spec in vector), specs
+    if "AVX512-VNNI" in torch_tile.runtime.host_matrix_units() and shape[2] < 64:
+        assert vector, specs
+
+
 @pytest.mark.parametrize("op, pair", [p for p in OP_PAIRS if p.values[1].inputs in (torch.bfloat16, torch.int8)])
 @pytest.mark.parametrize("m", [500, 449])
 def test_rows_past_a_whole_block(op, pair, m):
