@@ -378,6 +378,7 @@ std::map<std::string, int64_t> withStagesThatFit(std::map<std::string, int64_t> 
 
 std::map<std::string, int64_t> defaultMatmulConfig(const Target &target, int64_t m, int64_t n,
                                                    int64_t k, const std::string &inputDtype) {
+  constexpr int64_t kSmallFloatK = 16;
   if (target.kind == TargetKind::Cpu) {
     auto config = cpuConfig(target, m, n, k, inputDtype);
     if (int64_t blockM = fewRowsOf(target, m, n, k, inputDtype).blockM) {
@@ -396,6 +397,22 @@ std::map<std::string, int64_t> defaultMatmulConfig(const Target &target, int64_t
       if (inputDtype == "f32" && n <= kNarrowerUpTo && blockM >= kRowsForNarrowerBlocks)
         config["BLOCK_N"] = n == kWholeHalfBlock ? kWholeHalfBlock : 16;
       config["GROUP_M"] = std::max<int64_t>(1, 1024 / blockM);
+    }
+    // float32 with K under 16 (an outer product, K = 1, is all stores): the K loop takes
+    // the power of two at or above K, and the blocks run row by row (GROUP_M 1), so that
+    // the launch's tasks write c in whole rows. With BLOCK_K 16 such a K ran the blocks'
+    // masked edge path (the full blocks' loop takes K in steps of 4), and groups of 1024
+    // rows wrote c in column bands, whose rows, where they lie a multiple of 4 KB apart,
+    // share the caches' sets: 1024x2048x1 had run at 2.5-2.7x torch's time. Against
+    // both (znver5, 2 threads, torch / tile in three alternating processes): 63x777x1
+    // 0.61-0.65 -> 1.00-1.03, 8x4096x1 0.51-0.55 -> 0.93-0.97, 300x100x1 0.69-0.76 ->
+    // 0.91-1.04, 200x777x1 0.97-0.99 -> 1.21-1.36, 1024^2x1 1.19-1.21 -> 1.75-2.09,
+    // 4096x64x2 0.95-1.02 -> 2.05-2.26, 2048^2x3 1.57-1.63 -> 3.19-3.43, 1000^2x4 1.69-1.88
+    // -> 1.94-2.06, 200x777x6 2.07-2.37 -> 3.06-3.57; at K = 8 512^2 and 1024^2 read 3-5%
+    // lower (3.7-4.7 -> 3.1-4.3, 6.0-6.5 -> 5.7-6.1), where MKL's own small-K path is slow.
+    if (k < kSmallFloatK && inputDtype == "f32") {
+      config["BLOCK_K"] = powerOfTwoAtLeast(k);
+      config["GROUP_M"] = 1;
     }
     // GPU-only knobs at their GPU defaults, ignored here but part of the key.
     for (const auto &[name, value] : gpuConfig(target, m, n, k, inputDtype))

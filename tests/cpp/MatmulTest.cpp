@@ -438,8 +438,13 @@ TEST(MatmulConfig, EveryTargetFamilySetsEveryKnob) {
     for (const auto &name : ops::matmulKnobNames())
       EXPECT_EQ(config.count(name), 1u) << target << " has no default " << name;
   }
-  auto cpu = ops::defaultMatmulConfig(Target::host(), 7, 13, 5, "f32");
+  auto cpu = ops::defaultMatmulConfig(Target::host(), 7, 13, 20, "f32");
   EXPECT_EQ(cpu.at("BLOCK_K"), 16) << "BLOCK_K is a power of two no larger than needed";
+  // float32 with K under 16: the power of two at or above K, the blocks row by row.
+  auto smallK = ops::defaultMatmulConfig(Target::host(), 700, 1300, 5, "f32");
+  EXPECT_EQ(smallK.at("BLOCK_K"), 8);
+  EXPECT_EQ(smallK.at("GROUP_M"), 1);
+  EXPECT_EQ(ops::defaultMatmulConfig(Target::host(), 700, 1300, 1, "f32").at("BLOCK_K"), 1);
 }
 
 TEST(MatmulConfig, MatrixTilesTakeEveryRowInOneGroupWhereAFitsTheL2) {

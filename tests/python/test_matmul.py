@@ -510,6 +510,23 @@ def test_int8_short_k_past_one_group_takes_a_as_unsigned(layout, bias, shape, tm
                          for spec in specs), specs
 
 
+@pytest.mark.parametrize("layout", ["nn", "tn", "nt"])
+@pytest.mark.parametrize("shape", [(63, 777, 1), (1024, 1024, 1), (300, 100, 3), (5, 4100, 2),
+                                   (1001, 65, 15), (200, 777, 8)])
+def test_float32_k_under_16_runs_row_by_row(layout, shape, tmp_path):
+    # float32 with K under 16 (an outer product, K = 1): BLOCK_K the power of two at or
+    # above K, and the blocks row by row (GROUP_M 1), c written in whole rows. Parity with
+    # every op at ragged sizes.
+    pair = PAIRS[0].values[0]
+    assert pair.inputs == torch.float32
+    a, b = laid_out_inputs(shape, torch.float32, layout)
+    for op in ("matmul", "matmul_leaky_relu"):
+        specs = checked_specs(op, a, b, pair, tmp_path / op)
+        block_k = 1 << (shape[2] - 1).bit_length()
+        assert specs and all(f"BLOCK_K={block_k}," in spec and "GROUP_M=1," in spec
+                             for spec in specs), specs
+
+
 @pytest.mark.parametrize("shape", [(600, 4100, 64), (1024, 4096, 100), (513, 5000, 3)])
 def test_int8_short_k_of_wide_results_runs_in_groups_of_16_rows(shape, tmp_path):
     # int8 of K up to 256 on the vector kernel's 4 x 64 blocks, past 512 rows and with
