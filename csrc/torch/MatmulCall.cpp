@@ -130,7 +130,8 @@ constexpr int64_t kMatmulOp = 0, kLeakyReluOp = 1, kLeakyReluBackwardOp = 2;
 /// The CPU specializes on no divisibility: there the slot records the copies the call
 /// writes: bit 0 a copy of a that the launch's threads share (see withMatrixTiles), bit 1
 /// panels of a b whose columns are not contiguous (made whatever the call's size), bit 2
-/// an int8 bias holding b's column sums for a kernel that takes a + 128 (unsigned_a).
+/// an int8 call's bias replaced by one that takes off b's column sums (prepareMatmul), for
+/// a kernel that reads a + 128 (unsigned_a).
 constexpr Slot kCopies = kDivisibility;
 constexpr int64_t kCopyOfA = 1, kPanelsOfStridedB = 2, kUnsignedA = 4;
 
@@ -405,9 +406,11 @@ void tile::binding::prepareMatmul(MatmulCall &call, const char *op, const at::Te
   // 2048x512x64 97.3 / 90.4 (79.3), 1536^2x128 380 / 361 (330), 8192x256x32 131 / 121 (121),
   // 2048^2x16 387 / 311 (391), 2048^2x4 502 / 327 (384), 2048^2x256 1182 / 1169 (1086);
   // b transposed 2048^2x128 699 / 655 (571). There the launch runs groups of 16 rows, each
-  // walking every block column. Up to 1024 rows (one group) it lost or tied: 256^2x64
-  // 8.7 / 9.3 us, 1024^2x128 157 / 160, 1024^2x4 39 / 55, 1024x2048x16 94 / 86. Past
-  // K = 256 the sums cost nothing: the loop runs at vpdpbusd's rate either way.
+  // walking every block column. Up to 1024 rows it lost or tied: in one group 256^2x64
+  // 8.7 / 9.3 us, 1024^2x128 157 / 160, 1024^2x4 39 / 55, 1024x2048x16 94 / 86; in the
+  // 16-row groups of results of 4096 columns or more (see MatmulConfig) 1024x4096x64
+  // 457-468 / 445-457, 1024x8192x64 9.6-9.8 / 10.0-10.2 ms. Past K = 256 the sums cost
+  // nothing: the loop runs at vpdpbusd's rate either way.
   constexpr int64_t kShortInt8K = 256, kRowsOfOneGroup = 1024;
   std::optional<at::Tensor> bias = callerBias;
   bool unsignedA = cpu && !onTiles && panels && !activation && a.scalar_type() == at::kChar &&
@@ -556,8 +559,7 @@ void tile::binding::MatmulCall::specify() {
       // panels of quads, which int8's default blocks (16 to 64 columns) always allow.
       spec.config["packed_b"] = panelGroupFor(*target, spec.dtypes[0], unitKOfA, spec.config);
       TORCH_CHECK(spec.config["packed_b"] == 4, op,
-                  ": internal error: an int8 kernel of "
-                  "short K got b in groups of ",
+                  ": internal error: an int8 kernel that reads a + 128 got b in groups of ",
                   spec.config["packed_b"], ", not 4");
       spec.config["unsigned_a"] = 1;
     } else if (usesMatrixTiles(*target, spec.dtypes[0], unitKOfA, signature[kM], signature[kK])) {
