@@ -46,12 +46,13 @@ int64_t bytesOf(const std::string &dtype) { return dtype == "f32" ? 4 : dtype ==
 /// (256 MB) outgrow the L3.
 ///
 ///
-/// BLOCK_K: the power of two at or below k, up to 256. int8 takes all of k up to 1024 (the
-/// kilobyte of a's rows that float32's 256 k take) as one chunk, the power of two at or
-/// above it: its vpdpbusd blocks then sum a's rows and store their results once (2-core
-/// znver5, against _int_mm, interleaved, 256 -> 1024: 2048^3 0.915 -> 0.963x,
-/// 1024x1024x4096 0.942 -> 0.970x, 1000^3 0.880 -> 0.929x, 768^3 0.903 -> 0.964x, 320^3
-/// 0.829 -> 0.871x, 500^3 0.997 -> 1.018x); bfloat16 gained nothing from 512.
+/// BLOCK_K: the power of two at or below k, from 16 up to 256 (float32 under K = 16: see
+/// defaultMatmulConfig, which also walks those blocks row by row). int8 takes all of k up to 1024
+/// (the kilobyte of a's rows that float32's 256 k take) as one chunk, the power of two at or above
+/// it: its vpdpbusd blocks then sum a's rows and store their results once (2-core znver5, against
+/// _int_mm, interleaved, 256 -> 1024: 2048^3 0.915 -> 0.963x, 1024x1024x4096 0.942 -> 0.970x,
+/// 1000^3 0.880 -> 0.929x, 768^3 0.903 -> 0.964x, 320^3 0.829 -> 0.871x, 500^3 0.997 -> 1.018x);
+/// bfloat16 gained nothing from 512.
 std::map<std::string, int64_t> cpuConfig(const Target &target, int64_t m, int64_t n, int64_t k,
                                          const std::string &inputDtype) {
   bool avx512 = target.hasFeature("avx512f");
@@ -378,7 +379,6 @@ std::map<std::string, int64_t> withStagesThatFit(std::map<std::string, int64_t> 
 
 std::map<std::string, int64_t> defaultMatmulConfig(const Target &target, int64_t m, int64_t n,
                                                    int64_t k, const std::string &inputDtype) {
-  constexpr int64_t kSmallFloatK = 16;
   if (target.kind == TargetKind::Cpu) {
     auto config = cpuConfig(target, m, n, k, inputDtype);
     if (int64_t blockM = fewRowsOf(target, m, n, k, inputDtype).blockM) {
@@ -410,6 +410,7 @@ std::map<std::string, int64_t> defaultMatmulConfig(const Target &target, int64_t
     // 4096x64x2 0.95-1.02 -> 2.05-2.26, 2048^2x3 1.57-1.63 -> 3.19-3.43, 1000^2x4 1.69-1.88
     // -> 1.94-2.06, 200x777x6 2.07-2.37 -> 3.06-3.57; at K = 8 512^2 and 1024^2 read 3-5%
     // lower (3.7-4.7 -> 3.1-4.3, 6.0-6.5 -> 5.7-6.1), where MKL's own small-K path is slow.
+    constexpr int64_t kSmallFloatK = 16;
     if (k < kSmallFloatK && inputDtype == "f32") {
       config["BLOCK_K"] = powerOfTwoAtLeast(k);
       config["GROUP_M"] = 1;

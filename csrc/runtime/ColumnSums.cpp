@@ -5,9 +5,8 @@ namespace {
 
 /// The sums into `sums` (uint32, wrapping as int32 does): by rows where they are
 /// contiguous (each row's bytes added to every column's sum at once), by columns where
-/// those are (b transposed: a Linear's weight), element by element otherwise. `Wide` keeps
-/// the copy inlined into the AVX-512 caller apart from the baseline's.
-template <bool Wide>
+/// those are (b transposed: a Linear's weight), element by element otherwise. Inlined into
+/// each caller, it takes the caller's target (AVX-512's below).
 [[gnu::always_inline]] inline void columnSums(const int8_t *b, int64_t k, int64_t n,
                                               int64_t rowStride, int64_t colStride,
                                               uint32_t *sums) {
@@ -43,7 +42,7 @@ template <bool Wide>
 #pragma GCC target("avx512f,avx512bw")
 void columnSumsWide(const int8_t *b, int64_t k, int64_t n, int64_t rowStride, int64_t colStride,
                     uint32_t *sums) {
-  columnSums<true>(b, k, n, rowStride, colStride, sums);
+  columnSums(b, k, n, rowStride, colStride, sums);
 }
 #pragma GCC pop_options
 
@@ -63,7 +62,7 @@ void unsignedAOffsets(const int8_t *b, int64_t k, int64_t n, int64_t rowStride, 
     columnSumsWide(b, k, n, rowStride, colStride, sums);
   else
 #endif
-    columnSums<false>(b, k, n, rowStride, colStride, sums);
+    columnSums(b, k, n, rowStride, colStride, sums);
   for (int64_t j = 0; j < n; ++j) {
     uint32_t offset = 0;
     if (bias && biasBytes == 4)
