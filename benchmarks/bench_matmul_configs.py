@@ -3,7 +3,7 @@ configs the defaults and the autotuning candidates should be.
 
     python3 benchmarks/bench_matmul_configs.py [--dtype float16|bfloat16|float32|int8]
         [--shape M N K ...] [--configs FILE.json] [--samples S] [--batch-ms MS] [--warm-seconds S]
-        [--triton] [--triton-mma-sync]
+        [--triton] [--triton-mma-sync] [--rounds R]
 
 Each config (a dict of matmul knobs; those left out keep the default) is forced by making it
 the only autotuning candidate; tile's tuning is cleared between configs. Per shape and
@@ -14,7 +14,11 @@ launch is reported with its error and the run goes on. With --triton, the ROCm/C
 Triton kernel runs the same config (same tiles, GROUP_M, num_warps, num_stages; no autotuning)
 in the same interleaved timing, so a gap to Triton is read per config, not against Triton's
 autotuned winner; --triton-mma-sync holds Triton to mma.sync (no wgmma), the instructions
-tile.matmul uses. Prints a table and writes
+tile.matmul uses. With --rounds R the configs of a shape are not timed one after another but
+round by round: each round times every config (an order rotated by one each round) beside
+cuBLAS, so that the GPU's drift (a cool GPU boosts, a hot one sits at its power limit) falls on
+all configs alike; a config's ratio is the median over the rounds of cuBLAS's time over its
+own, each pair timed in the same moment. Prints a table and writes
 results/bench_matmul_configs_<dtype>.json and .png.
 """
 
@@ -23,6 +27,7 @@ import json
 import os
 import statistics
 import sys
+import time
 
 import torch
 
@@ -69,6 +74,9 @@ def parse_args():
                         help="time Triton's tutorial kernel at each config as a second peer")
     parser.add_argument("--triton-mma-sync", action="store_true",
                         help="with --triton: Triton without wgmma (DISABLE_MMA_V3=1)")
+    parser.add_argument("--rounds", type=int, default=0,
+                        help="time the configs of a shape round by round (rotated order, each "
+                             "beside cuBLAS), this many rounds")
     return parser.parse_args()
 
 
@@ -120,8 +128,85 @@ def parity(out, a, b):
     return result["ok"], result["max_rel_error"]
 
 
+def use_config(config):
+    """Makes `config` the only autotuning candidate and forgets the tuned choice, so that the
+    next call runs it (compiled once; later switches find it in the kernel cache)."""
+    torch_tile.config.autotune_configs = {"matmul": {"cuda": [config]}}
+    torch_tile.config.autotune = True
+    torch.ops.tile_runtime.clear_tuning()
+
+
+def timed_rounds(reference, tile, configs, rounds, batch_seconds, warm_seconds):
+    """Per-call seconds of cuBLAS and of tile at each config, round by round.
+
+    Each round visits every config once, in an order rotated by one each round: the config
+    is made current and called once, untimed (its tuning, a lookup of its compiled kernel),
+    then common.cuda_interleaved_times times cuBLAS and it in two samples (both orders), so
+    that each config's time sits beside a cuBLAS time of the same moment. Returns
+    {"torch": [[s per round] per config], "tile": [[s per round] per config]}."""
+    device = torch.device("cuda")
+    times = {"torch": [[] for _ in configs], "tile": [[] for _ in configs]}
+    warm_until = time.perf_counter() + warm_seconds
+    while time.perf_counter() < warm_until:
+        for config in configs:
+            use_config(config)
+            for _ in range(3):
+                tile()
+                reference()
+        torch.cuda.synchronize()
+    for r in range(rounds):
+        for i in [(r + j) % len(configs) for j in range(len(configs))]:
+            use_config(configs[i])
+            tile()
+            torch.cuda.synchronize()
+            pair = cuda_interleaved_times({"torch": reference, "tile": tile}, device, 2,
+                                          batch_seconds)["times"]
+            for role in ("torch", "tile"):
+                times[role][i].append(statistics.median(pair[role]))
+    return times
+
+
+def config_rounds(args, shape, a, b, reference, tile, configs, flops):
+    """--rounds: every config's parity, then all of them timed round by round."""
+    rows, live = [], []
+    for config in configs:
+        row = {"m": shape[0], "n": shape[1], "k": shape[2], "dtype": args.dtype,
+               "config": config, "rounds": args.rounds}
+        try:
+            use_config(config)
+            out = tile()
+            torch.cuda.synchronize()
+            row["parity_ok"], row["max_error"] = parity(out, a, b)
+            del out
+            live.append(len(rows))
+        except Exception as error:
+            row["error"] = f"{type(error).__name__}: {error}".strip()
+        rows.append(row)
+    times = timed_rounds(reference, tile, [rows[i]["config"] for i in live], args.rounds,
+                         args.batch_ms * 1e-3, args.warm_seconds)
+    for index, i in enumerate(live):
+        ratios = [t / c for t, c in zip(times["torch"][index], times["tile"][index])]
+        rows[i].update(torch_tflops=flops / statistics.median(times["torch"][index]) / 1e12,
+                       tile_tflops=flops / statistics.median(times["tile"][index]) / 1e12,
+                       ratio=statistics.median(ratios), ratio_min=min(ratios),
+                       ratio_max=max(ratios))
+    for row in rows:
+        label = ",".join(f"{v}" for v in row["config"].values())
+        if "ratio" in row:
+            print(f"{'x'.join(map(str, shape)):>18} {label:<44} {row['torch_tflops']:7.1f} "
+                  f"{row['tile_tflops']:7.1f} {row['ratio']:6.3f} "
+                  f"[{row['ratio_min']:.3f}-{row['ratio_max']:.3f}]  "
+                  f"{'ok' if row['parity_ok'] else 'FAIL %.2e' % row['max_error']}", flush=True)
+        else:
+            print(f"{'x'.join(map(str, shape)):>18} {label:<44} error: "
+                  f"{row['error'].splitlines()[0][:120]}", flush=True)
+    return rows
+
+
 def main():
     args = parse_args()
+    if args.rounds and args.triton:
+        raise SystemExit("--rounds times tile's configs against cuBLAS only; leave out --triton")
     device = torch.device("cuda")
     dtype = DTYPES[args.dtype]
     configs = json.loads(open(args.configs).read()) if args.configs else CONFIGS
@@ -141,6 +226,9 @@ def main():
         a, b = operands(shape, dtype, device)
         reference, tile = calls(a, b)
         flops = 2 * shape[0] * shape[1] * shape[2]
+        if args.rounds:
+            rows += config_rounds(args, shape, a, b, reference, tile, configs, flops)
+            continue
         for config in configs:
             label = ",".join(f"{v}" for v in config.values())
             row = {"m": shape[0], "n": shape[1], "k": shape[2], "dtype": args.dtype,
