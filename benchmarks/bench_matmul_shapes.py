@@ -1,7 +1,8 @@
-"""tile's CPU matmul against torch over random ragged shapes: the search for cliffs.
+"""tile's matmul against torch over random ragged shapes: the search for cliffs.
 
     .venv/bin/python benchmarks/bench_matmul_shapes.py [--shapes 40] [--seed 1] [--threads 2]
         [--dtypes float32 bfloat16 int8 float16] [--layouts nn nt tn] [--tag NAME]
+        [--device cpu|cuda]
 
 The square and power-of-two shapes of bench_matmul.py miss the paths a ragged shape takes:
 blocks at M's, N's and K's edges, a K shorter than one vector, a matrix times a vector. Each
@@ -11,6 +12,10 @@ time / tile's: above 1 tile is faster). torch's baseline is torch.matmul, and fo
 torch._int_mm where it takes the shape (M > 16, K and N multiples of 8), else torch.matmul
 on float32 copies made outside the timing. Each shape's result is checked first: against
 torch's (int8 exactly, against int64 products).
+
+On CUDA the sizes reach 8192 (ragged ones around the GPU blocks' edges: 127, 255, 1000, 4097,
+...), torch is cuBLAS (or `_int_mm`), and each shape is timed by common.cuda_interleaved_times
+(GPU time of batches, L2 flushed between them, the two interleaved).
 
 Prints every shape, worst first, and a summary per dtype and layout; writes
 results/bench_matmul_shapes_<device>[_<tag>].json and .png (the ratio against the call's
@@ -26,10 +31,13 @@ import torch
 
 import torch_tile
 
-from common import interleaved_seconds, write_results
+from common import cuda_interleaved_times, interleaved_seconds, write_results
 
 SIZES = [1, 2, 3, 5, 8, 9, 13, 16, 17, 24, 31, 33, 40, 48, 63, 64, 65, 96, 100, 127, 130, 200, 257,
          300, 320, 500, 512, 777, 1000, 1030, 2050]
+# The GPU's blocks are 64-256 wide and its waves 132 blocks: sizes that cross those edges.
+CUDA_SIZES = [1, 16, 64, 100, 127, 255, 500, 777, 1000, 1030, 1500, 2050, 3000, 4097, 5000,
+              6144, 8192]
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "int8": torch.int8,
           "float16": torch.float16}
 
@@ -38,13 +46,13 @@ def takes_int_mm(m, n, k):
     return m > 16 and n % 8 == 0 and k % 8 == 0 and n >= 8 and k >= 8
 
 
-def operands(dtype, layout, m, n, k):
+def operands(dtype, layout, m, n, k, device):
     if dtype == torch.int8:
-        a = torch.randint(-128, 128, (m, k), dtype=dtype)
-        b = torch.randint(-128, 128, (k, n), dtype=dtype)
+        a = torch.randint(-128, 128, (m, k), dtype=dtype, device=device)
+        b = torch.randint(-128, 128, (k, n), dtype=dtype, device=device)
     else:
-        a = torch.randn(m, k).to(dtype)
-        b = (torch.randn(k, n) / math.sqrt(k)).to(dtype)
+        a = torch.randn(m, k, device=device).to(dtype)
+        b = (torch.randn(k, n, device=device) / math.sqrt(k)).to(dtype)
     if layout[0] == "t":
         a = a.t().contiguous().t()
     if layout[1] == "t":
@@ -66,7 +74,9 @@ def calls(dtype, a, b):
 def check(dtype, a, b, tile_out, torch_out):
     if dtype == torch.int8:
         # Exactly, against int64 products (float32 is inexact past 2^24).
-        assert torch.equal(tile_out.long(), a.long() @ b.long()), "int8 results differ"
+        # On the CPU: CUDA has no int64 matmul.
+        assert torch.equal(tile_out.cpu().long(), a.cpu().long() @ b.cpu().long()), \
+            "int8 results differ"
         return
     error = (tile_out.double() - torch_out.double()).norm() / max(torch_out.double().norm().item(), 1e-30)
     assert error < (2e-2 if dtype in (torch.bfloat16, torch.float16) else 1e-4), f"relative error {error:.3g}"
@@ -82,23 +92,29 @@ def main():
     parser.add_argument("--budget", type=float, default=0.15, help="seconds of timing per shape")
     parser.add_argument("--threads", type=int, default=None, help="torch's and tile's threads")
     parser.add_argument("--tag", default="")
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    device = torch.device("cpu")
+    device = torch.device(args.device)
     rng = random.Random(args.seed)
+    sizes = CUDA_SIZES if device.type == "cuda" else SIZES
 
     rows = []
     for name in args.dtypes:
         dtype = DTYPES[name]
         for layout in args.layouts:
             for _ in range(args.shapes):
-                m, n, k = (rng.choice(SIZES) for _ in range(3))
-                a, b = operands(dtype, layout, m, n, k)
+                m, n, k = (rng.choice(sizes) for _ in range(3))
+                a, b = operands(dtype, layout, m, n, k, device)
                 tile, reference, baseline = calls(dtype, a, b)
                 check(dtype, a, b, tile(), reference())
-                samples = interleaved_seconds({"tile": tile, "torch": reference}, device,
-                                              budget_s=args.budget, min_rounds=5)
+                if device.type == "cuda":
+                    samples = cuda_interleaved_times({"tile": tile, "torch": reference}, device,
+                                                     samples=5, batch_seconds=2e-3)["times"]
+                else:
+                    samples = interleaved_seconds({"tile": tile, "torch": reference}, device,
+                                                  budget_s=args.budget, min_rounds=5)
                 tile_s, torch_s = (statistics.median(samples[c]) for c in ("tile", "torch"))
                 rows.append({"dtype": name, "layout": layout, "m": m, "n": n, "k": k,
                              "baseline": baseline, "tile_s": tile_s, "torch_s": torch_s,
@@ -132,7 +148,7 @@ def main():
         axis.set_ylabel("torch time / tile time")
 
     tag = f"_{args.tag}" if args.tag else ""
-    path = write_results(f"bench_matmul_shapes_cpu{tag}", device, rows, plot)
+    path = write_results(f"bench_matmul_shapes_{device.type}{tag}", device, rows, plot)
     print(f"\nwrote {path}")
 
 

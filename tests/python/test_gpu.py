@@ -357,6 +357,61 @@ def test_bulk_tensor_copies_and_their_cp_async_fallback_agree(tmp_path, dtype):
     runtime.clear_cache()
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int8])
+def test_operands_no_tensor_map_takes_copy_in_the_widest_pieces_their_alignment_allows(tmp_path, dtype):
+    """An operand whose first element or row stride is not 16-byte aligned (a row of 1500
+    or 1030 half-precision elements) has no tensor map and no 16-byte cp.async; its kernel
+    copies it asynchronously in 8- or 4-byte pieces where the alignment allows, and through
+    registers below that (a base one element off). Each class, with rows that end inside
+    a piece (the piece's source bytes cut short, its rest zero-filled), against float64."""
+    from torch_tile import config, runtime
+
+    size = torch.tensor([], dtype=dtype).element_size()
+    m, n = 300, 264
+
+    def dense(rows, cols):
+        if dtype == torch.int8:
+            return torch.randint(-128, 128, (rows, cols), dtype=dtype, device="cuda")
+        return (torch.randn(rows, cols, device="cuda") / cols ** 0.25).to(dtype)
+
+    def rows_aligned_to(alignment, rows, cols):
+        """A (rows x cols) view whose row stride in bytes is a multiple of `alignment`
+        but not of twice it, and whose rows end inside an 8-byte piece where they can."""
+        stride = cols
+        while (stride * size) % alignment or (stride * size) % (2 * alignment) == 0:
+            stride += 1
+        return dense(rows, stride)[:, :cols]
+
+    def base_off_by(elements, rows, cols):
+        return dense(rows * cols + 16, 1).view(-1)[elements:elements + rows * cols].view(rows, cols)
+
+    k = 333
+    cases = {
+        "a's rows 8-byte aligned": (rows_aligned_to(8, m, k), dense(k, n)),
+        "a's rows 4-byte aligned": (rows_aligned_to(4, m, k), dense(k, n)),
+        "b's rows 8-byte aligned": (dense(m, k), rows_aligned_to(8, k, 261)),
+        "b's rows 4-byte aligned": (dense(m, k), rows_aligned_to(4, k, 261)),
+        "a's base 8 bytes off": (base_off_by(8 // size, m, 336), dense(336, n)),
+        "a's base one element off": (base_off_by(1, m, 336), dense(336, n)),
+    }
+    for name, (a, b) in cases.items():
+        kwargs = {"out_dtype": torch.int32} if dtype == torch.int8 else {}
+        folder = tmp_path / name.replace(" ", "-").replace("'", "")
+        with config.patch(dump_dir=folder, cache_dir=tmp_path / "cache"):
+            poison_next_allocation((a.shape[0], b.shape[1]), kwargs.get("out_dtype", dtype))
+            out = torch.ops.tile.matmul(a, b, **kwargs)
+            torch.cuda.synchronize()
+        ref = a.double() @ b.double()
+        if dtype == torch.int8:
+            assert torch.equal(out.long(), (a.long().cpu() @ b.long().cpu()).cuda()), name
+        else:
+            assert element_error(out, ref) <= ELEMENT_BOUND[dtype], name
+        ptx = "".join(p.read_text() for p in folder.rglob("*.ptx"))
+        if ptx:  # compiled in this case (not loaded from the cache of an earlier one)
+            assert "cp.async.ca.shared.global" in ptx, name
+    runtime.clear_cache()
+
+
 def pipeline_cases(dtype):
     """name -> (a, b, whether bulk tensor copies can read them) for the Hopper pipelines:
     ragged edges, K shorter than a block, K loops longer than the ring, more tiles than

@@ -531,9 +531,14 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
 
   /// Copies this thread's runs of one operand tile into stage `slot` of its shared
   /// buffer with asynchronous 16-byte copies (cp.async): a run that reaches past the
-  /// matrix copies fewer source bytes and the rest of its 16 is zero-filled. A view whose
-  /// runs are not contiguous and 16-byte aligned (a strided or misaligned one) goes
-  /// through registers instead, with the same result.
+  /// matrix copies fewer source bytes and the rest of its 16 is zero-filled. Where the
+  /// view's first element and row stride are only 8- or 4-byte aligned (a row of K = 1500
+  /// or N = 1030 half-precision elements), each run is two or four asynchronous copies of
+  /// that size, which the pipeline keeps in flight as it does the 16-byte ones: through
+  /// registers, element by element, such an operand had run at a tenth of cuBLAS's speed.
+  /// A view whose runs are not contiguous or not 4-byte aligned (a strided one, a row of
+  /// an odd number of half-precision elements) goes through registers, with the same
+  /// result.
   ///
   /// The copies sit among the matrix instructions of the main loop, so their bookkeeping
   /// is kept to what the hardware needs: the bounds are compared in 32 bits (a tile's
@@ -548,7 +553,9 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
     Type i32 = b.getI32Type(), i64 = b.getI64Type();
     Value slotBase = b.createOrFold<arith::MulIOp>(
         loc, slot, i32Constant(b, loc, plan.shared.outer * plan.shared.inner));
-    auto copies = [&](OpBuilder &b, Location loc) {
+    // pieceBytes: the size of each asynchronous copy, 16 (a whole run), 8 or 4 (a run in
+    // pieces, cp.async.ca: .cg takes only 16).
+    auto copies = [&](OpBuilder &b, Location loc, int64_t pieceBytes) {
       Value validOuter = b.createOrFold<arith::TruncIOp>(loc, i32, view.validOuter);
       Value validInner = b.createOrFold<arith::TruncIOp>(loc, i32, view.validInner);
       Value zero = i32Constant(b, loc, 0);
@@ -562,6 +569,34 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
               globalPtr(b, loc, view, element, b.createOrFold<arith::ExtUIOp>(loc, i64, outer32),
                         b.createOrFold<arith::ExtUIOp>(loc, i64, inner32));
           Value dst = sharedPtr(b, loc, plan.shared, buffer, slotBase, element, outer32, inner32);
+          if (pieceBytes < 16) {
+            // A run's 16 bytes are contiguous in shared memory (the swizzle moves whole
+            // runs), so piece p lies p * pieceBytes past the run's start there; in global
+            // memory past the run's first element by its elements times the inner stride
+            // (1: the pieces are taken only where it is).
+            int64_t pieceElements = pieceBytes / bytes;
+            std::string ptx =
+                "cp.async.ca.shared.global [$0], [$1], " + std::to_string(pieceBytes) + ", $2;";
+            for (int64_t p = 0; p * pieceBytes < plan.run * bytes; ++p) {
+              Value first = b.createOrFold<arith::AddIOp>(loc, inner32,
+                                                          i32Constant(b, loc, p * pieceElements));
+              // The piece's elements inside the matrix, 0 .. pieceElements; the rest of
+              // its bytes are zero-filled, and a copy of no source bytes reads nothing.
+              Value left = b.createOrFold<arith::MaxSIOp>(
+                  loc,
+                  b.createOrFold<arith::MinSIOp>(
+                      loc, b.createOrFold<arith::SubIOp>(loc, validInner, first),
+                      i32Constant(b, loc, pieceElements)),
+                  zero);
+              Value size = b.createOrFold<arith::SelectOp>(
+                  loc, on, b.createOrFold<arith::MulIOp>(loc, left, i32Constant(b, loc, bytes)),
+                  zero);
+              Value pieceSrc = elementPtr(b, loc, src, b.getI8Type(), c64(b, loc, p * pieceBytes));
+              Value pieceDst = elementPtr(b, loc, dst, b.getI8Type(), c64(b, loc, p * pieceBytes));
+              inlinePtx(b, loc, ptx, 0, "r,l,r", ValueRange{pieceDst, pieceSrc, size}, {});
+            }
+            return;
+          }
           if (plan.wholeRuns) {
             on = b.createOrFold<arith::AndIOp>(
                 loc, on,
@@ -591,28 +626,49 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
       // Proven at compile time: no run-time check, and no register path to keep
       // registers for. A tile past the loop's end copies no bytes, without a branch, so
       // that the copies can be scheduled among the matrix instructions.
-      copies(b, loc);
+      copies(b, loc, 16);
       return;
     }
-    // Every run starts 16-byte aligned when the tile's first element and the outer
-    // stride in bytes are.
+    // Every run (or piece of one) starts `bytes`-aligned when the tile's first element
+    // and the outer stride in bytes are; the inner stride must be 1.
     Value strideBytes = b.createOrFold<arith::MulIOp>(loc, view.outerStride, c64(b, loc, bytes));
-    Value direct = b.createOrFold<arith::AndIOp>(
-        loc, isAligned(b, loc, view.base, 16),
-        b.createOrFold<arith::CmpIOp>(
-            loc, arith::CmpIPredicate::eq,
-            b.createOrFold<arith::AndIOp>(loc, strideBytes, c64(b, loc, 15)), c64(b, loc, 0)));
-    if (!plan.innerUnit)
-      direct = b.createOrFold<arith::AndIOp>(loc, direct, view.innerUnit);
+    auto alignedTo = [&](OpBuilder &b, Location loc, int64_t alignment) {
+      Value aligned = b.createOrFold<arith::AndIOp>(
+          loc, isAligned(b, loc, view.base, alignment),
+          b.createOrFold<arith::CmpIOp>(
+              loc, arith::CmpIPredicate::eq,
+              b.createOrFold<arith::AndIOp>(loc, strideBytes, c64(b, loc, alignment - 1)),
+              c64(b, loc, 0)));
+      if (!plan.innerUnit)
+        aligned = b.createOrFold<arith::AndIOp>(loc, aligned, view.innerUnit);
+      return aligned;
+    };
+    // The widest copies the view's alignment takes, from 16 bytes down to one element
+    // (and never below 4 bytes, cp.async's least).
+    SmallVector<int64_t, 3> pieceSizes = {16};
+    for (int64_t piece : {8, 4})
+      if (piece >= bytes && !plan.transposed())
+        pieceSizes.push_back(piece);
+    std::function<void(OpBuilder &, Location, size_t)> widest = [&](OpBuilder &b, Location loc,
+                                                                    size_t i) {
+      if (i == pieceSizes.size()) {
+        storeRuns(b, loc, plan, loadRuns(b, loc, plan, view, element, Value()).zeroed(b, loc),
+                  buffer, slot, element);
+        return;
+      }
+      scf::IfOp::create(
+          b, loc, alignedTo(b, loc, pieceSizes[i]),
+          [&](OpBuilder &b, Location loc) {
+            copies(b, loc, pieceSizes[i]);
+            scf::YieldOp::create(b, loc);
+          },
+          [&](OpBuilder &b, Location loc) {
+            widest(b, loc, i + 1);
+            scf::YieldOp::create(b, loc);
+          });
+    };
     scf::IfOp::create(b, loc, inRange, [&](OpBuilder &b, Location loc) {
-      scf::IfOp::create(b, loc, direct, [&](OpBuilder &b, Location loc) {
-        copies(b, loc);
-        scf::YieldOp::create(b, loc);
-      }, [&](OpBuilder &b, Location loc) {
-        storeRuns(b, loc, plan, loadRuns(b, loc, plan, view, element, Value()).zeroed(b, loc), buffer,
-                  slot, element);
-        scf::YieldOp::create(b, loc);
-      });
+      widest(b, loc, 0);
       scf::YieldOp::create(b, loc);
     });
   }
