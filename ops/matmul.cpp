@@ -494,6 +494,8 @@ OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) 
   // lowering proves its 16-byte accesses aligned, and whole at the edges, with. Bit 6:
   // the bias's data is 16-byte aligned (its reads then take a lane's columns in runs). Bit 7:
   // the activation's data and row stride are (its reads take runs of a lane's columns too).
+  // Bits 8 and 9: a's and b's data and strides are 4-byte aligned where bits 0 and 1 are
+  // not (no tensor map takes them; the lowering copies them in pieces of 4 or 8 bytes).
   int64_t divisibility16 = spec.config.count("divisibility_16") ? spec.knob("divisibility_16") : 0;
   for (unsigned size = 0; size < 3; ++size)
     if ((divisibility16 >> (3 + size)) & 1)
@@ -506,10 +508,13 @@ OwningOpRef<ModuleOp> buildMatmul(MLIRContext &context, const KernelSpec &spec) 
   if (leakyBackward)
     aligned.push_back({7, activationArg, activationArg + 1, activationElement});
   for (auto [tensor, pointerArg, firstStride, element] : aligned) {
-    if (!((divisibility16 >> tensor) & 1))
+    int64_t bytes = (divisibility16 >> tensor) & 1                         ? 16
+                    : tensor < 2 && ((divisibility16 >> (8 + tensor)) & 1) ? 4
+                                                                           : 0;
+    if (bytes == 0)
       continue;
-    func.setArgAttr(pointerArg, mlir::tile::kDivisibilityAttrName, b.getI64IntegerAttr(16));
-    int64_t elements = std::max<int64_t>(1, 16 / ((element.getIntOrFloatBitWidth() + 7) / 8));
+    func.setArgAttr(pointerArg, mlir::tile::kDivisibilityAttrName, b.getI64IntegerAttr(bytes));
+    int64_t elements = std::max<int64_t>(1, bytes / ((element.getIntOrFloatBitWidth() + 7) / 8));
     for (unsigned i = firstStride; i < firstStride + 2; ++i)
       if (!isUnit(i))
         func.setArgAttr(i, mlir::tile::kDivisibilityAttrName, b.getI64IntegerAttr(elements));

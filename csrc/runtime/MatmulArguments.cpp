@@ -25,16 +25,21 @@ int64_t tile::runtime::unitStrideBits(std::initializer_list<const StridedOperand
 }
 
 int64_t tile::runtime::divisibility16Bits(std::initializer_list<const StridedOperand *> operands) {
+  return alignedBits(operands, 16);
+}
+
+int64_t tile::runtime::alignedBits(std::initializer_list<const StridedOperand *> operands,
+                                   int64_t bytes) {
   int64_t bits = 0, bit = 0;
   for (const StridedOperand *operand : operands) {
-    bool aligned = reinterpret_cast<uintptr_t>(operand->data) % 16 == 0;
+    bool aligned = reinterpret_cast<uintptr_t>(operand->data) % bytes == 0;
     // An empty operand (K = 0) has nothing to copy, and no tensor map describes it.
     for (int64_t d = 0; d < operand->dims; ++d)
       aligned = aligned && operand->sizes[d] > 0;
     for (int64_t d = 0; d < 2; ++d) {
       if (operand->strides[d] == 1 || operand->sizes[d] == 1)
         continue;
-      aligned = aligned && (operand->strides[d] * operand->elementBytes) % 16 == 0;
+      aligned = aligned && (operand->strides[d] * operand->elementBytes) % bytes == 0;
       // Rows that overlap (a broadcast's stride 0) no bulk tensor copy can read.
       int64_t other = 1 - d;
       if (operand->dims == 2 && (operand->strides[other] == 1 || operand->sizes[other] == 1))

@@ -33,6 +33,12 @@ int64_t unitStrideBits(std::initializer_list<const StridedOperand *> operands);
 /// and an operand that is not empty.
 int64_t divisibility16Bits(std::initializer_list<const StridedOperand *> operands);
 
+/// Bit i set where the i-th operand starts on a `bytes` boundary and each of its strides
+/// other than 1 spans a multiple of `bytes` (a power of two, at most 16): the kernel may
+/// then copy it in asynchronous pieces of `bytes` with no run-time check. Empty operands
+/// and overlapping rows count as for divisibility16Bits, which is this with 16.
+int64_t alignedBits(std::initializer_list<const StridedOperand *> operands, int64_t bytes);
+
 /// 32 where M, N, K and the largest offset of a, b, c, the bias and the activation (where
 /// there are) are below 2^31, else 64.
 int64_t matmulIndexBits(int64_t m, int64_t n, int64_t k, const StridedOperand &a,

@@ -483,8 +483,12 @@ void tile::binding::prepareMatmul(MatmulCall &call, const char *op, const at::Te
     // Bit 7: the activation's data and strides 16-byte aligned.
     int64_t alignedActivation =
         activationOperand ? runtime::divisibility16Bits({&*activationOperand}) << 7 : 0;
-    signature[kDivisibility] = runtime::divisibility16Bits({&aOperand, &bOperand, &cOperand}) |
-                               sizes << 3 | alignedBias | alignedActivation;
+    int64_t aligned16 = runtime::divisibility16Bits({&aOperand, &bOperand, &cOperand});
+    // Bits 8 and 9: a's and b's data and strides 4-byte aligned where they are not
+    // 16-byte aligned (their kernel copies them in pieces of 4 or 8 bytes).
+    int64_t aligned4 = runtime::alignedBits({&aOperand, &bOperand}, 4) & ~aligned16 & 0b11;
+    signature[kDivisibility] =
+        aligned16 | sizes << 3 | alignedBias | alignedActivation | aligned4 << 8;
   }
   // float32 on NVIDIA follows torch's float32 matmul precision, as torch.matmul does:
   // 'highest' keeps exact FMAs, 'high' and 'medium' let cuBLAS (and so tile) use TF32.

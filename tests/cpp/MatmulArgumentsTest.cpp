@@ -71,6 +71,28 @@ TEST(MatmulArguments, LayoutBitsFollowStridesAndAlignment) {
   EXPECT_EQ(divisibility16Bits({&emptyBroadcast, &emptyRows, &rowMajor}), 0b100);
 }
 
+TEST(MatmulArguments, AlignedBitsTakeTheNarrowerPiecesAsynchronousCopiesMayUse) {
+  // 16-bit elements: rows of 1500 (3000 bytes: 8-byte aligned), 1030 (2060: 4-byte
+  // aligned) and 777 (1554: 2-byte aligned); a start 4 bytes in and one 2 bytes in.
+  StridedOperand rows1500 = matrix(storage, 8, 1500, 1500, 1, 2);
+  StridedOperand rows1030 = matrix(storage, 8, 1030, 1030, 1, 2);
+  StridedOperand rows777 = matrix(storage, 8, 777, 777, 1, 2);
+  StridedOperand fourIn = matrix(storage + 4, 8, 64, 64, 1, 2);
+  StridedOperand twoIn = matrix(storage + 2, 8, 64, 64, 1, 2);
+  EXPECT_EQ(alignedBits({&rows1500, &rows1030, &rows777}, 8), 0b001);
+  EXPECT_EQ(alignedBits({&rows1500, &rows1030, &rows777}, 4), 0b011);
+  EXPECT_EQ(alignedBits({&fourIn, &twoIn, &rows1500}, 4), 0b101);
+  EXPECT_EQ(alignedBits({&fourIn, &twoIn, &rows1500}, 16), 0);
+  // A transposed view takes its column stride's bytes (1030 rows of 2 bytes apart).
+  StridedOperand transposed1030 = matrix(storage, 64, 8, 1, 1030, 2);
+  EXPECT_EQ(alignedBits({&transposed1030}, 4), 0b1);
+  EXPECT_EQ(alignedBits({&transposed1030}, 8), 0);
+  // 4-byte elements are always 4-byte aligned where their tensor's storage is.
+  StridedOperand floats = matrix(storage + 4, 8, 33, 33, 1, 4);
+  EXPECT_EQ(alignedBits({&floats}, 4), 0b1);
+  EXPECT_EQ(alignedBits({&floats}, 8), 0);
+}
+
 TEST(MatmulArguments, ProgramsAndTuningBuckets) {
   std::map<std::string, int64_t> config{{"BLOCK_M", 128}, {"BLOCK_N", 256}};
   EXPECT_EQ(matmulPrograms(config, 4096, 4096), 32 * 16);

@@ -245,6 +245,10 @@ struct OperandPlan {
   bool innerUnit = false; ///< its stride is the constant 1
   /// Every 16-byte run of a tile starts 16-byte aligned, proven at compile time.
   bool aligned16 = false;
+  /// The widest of 16, 8 and 4 bytes that every run, and every piece of one that size,
+  /// is proven aligned to (0: none): where it is under 16 the runs are copied in pieces
+  /// (cp.async of 8 or 4 bytes), wider ones where a run-time check finds them aligned.
+  int64_t alignment = 0;
   /// The matrix ends on a whole run along the inner dimension (its bounds there are
   /// multiples of `run`, proven at compile time): a run is all in or all out.
   bool wholeRuns = false;
@@ -284,6 +288,15 @@ OperandPlan planOperand(const StagedOperand &operand, RankedTensorType type, uns
   plan.aligned16 = plan.innerUnit && per16 >= 1 && known.of(operand.lanes.basePtr) >= 16 &&
                    known.divides(operand.lanes.offset, per16) &&
                    known.divides(operand.lanes.strides[1 - plan.innerDim], per16);
+  for (int64_t alignment : {16, 8, 4}) {
+    int64_t elements = alignment / bytes;
+    if (plan.innerUnit && elements >= 1 && known.of(operand.lanes.basePtr) >= alignment &&
+        known.divides(operand.lanes.offset, elements) &&
+        known.divides(operand.lanes.strides[1 - plan.innerDim], elements)) {
+      plan.alignment = alignment;
+      break;
+    }
+  }
   int64_t outer = plan.extent(1 - plan.innerDim), inner = plan.extent(plan.innerDim);
   plan.run = std::min<int64_t>(16 / bytes, inner);
   plan.runs = outer * inner / plan.run;
@@ -643,14 +656,23 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
         aligned = b.createOrFold<arith::AndIOp>(loc, aligned, view.innerUnit);
       return aligned;
     };
-    // The widest copies the view's alignment takes, from 16 bytes down to one element
-    // (and never below 4 bytes, cp.async's least).
+    // The widest copies the view takes: sizes above the proven alignment behind a run-time
+    // check, widest first, then the proven size with none. An operand proven nothing (its
+    // caller could not promise 4 bytes: a row of an odd number of 16-bit elements, a base
+    // one element off) keeps the 16-byte copies and the register path alone, whose kernel
+    // the pieces' branches would only make larger.
     SmallVector<int64_t, 3> pieceSizes = {16};
-    for (int64_t piece : {8, 4})
-      if (piece >= bytes && !plan.transposed())
-        pieceSizes.push_back(piece);
+    if (plan.alignment >= 4 && !plan.transposed())
+      for (int64_t piece : {8, 4})
+        if (piece >= plan.alignment)
+          pieceSizes.push_back(piece);
+    bool provenLast = plan.alignment >= 4 && pieceSizes.back() == plan.alignment;
     std::function<void(OpBuilder &, Location, size_t)> widest = [&](OpBuilder &b, Location loc,
                                                                     size_t i) {
+      if (i + 1 == pieceSizes.size() && provenLast) {
+        copies(b, loc, pieceSizes[i]);
+        return;
+      }
       if (i == pieceSizes.size()) {
         storeRuns(b, loc, plan, loadRuns(b, loc, plan, view, element, Value()).zeroed(b, loc),
                   buffer, slot, element);
