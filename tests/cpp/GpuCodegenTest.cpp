@@ -473,6 +473,54 @@ TEST(GpuCodegen, NvidiaDefaultMatmulPipelinesWithAsyncCopies) {
     }
 }
 
+TEST(GpuCodegen, NvidiaOperandsPromisedFourBytesCopyInPiecesWithoutRegisters) {
+  // a and b with no 16-byte alignment (no tensor map, no 16-byte copy proven): where the
+  // call promises 4 bytes (divisibility_16 bits 8 and 9) the copies are cp.async of 16
+  // bytes (checked at run time), 8 (checked) or 4 bytes (proven), with no element-wise
+  // load left; with no promise, 16-byte copies (checked) and the register path, element by
+  // element, as before, and no pieces.
+  for (const char *arch : {"sm_80", "sm_90a"})
+    for (const char *dtype : {"f16", "bf16", "i8", "f32"})
+      for (bool promised : {true, false}) {
+        Target target = Target::parse(std::string("cuda:") + arch);
+        auto config = rowMajorAligned(ops::defaultMatmulConfig(target, 1000, 1000, 1000, dtype));
+        config["divisibility_16"] = 0b100 | (promised ? 0b11 << 8 : 0);
+        Binary binary = compileMatmul(target, dtype, config);
+        const std::string &ptx = stage(binary, "asm");
+        std::string where = std::string(arch) + " " + dtype + (promised ? " promised" : "");
+        int elementLoads = occurrences(ptx, "ld.global.b16") + occurrences(ptx, "ld.global.u16") +
+                           occurrences(ptx, "ld.global.b8") + occurrences(ptx, "ld.global.u8") +
+                           occurrences(ptx, "ld.global.b32") + occurrences(ptx, "ld.global.f32");
+        EXPECT_GT(occurrences(ptx, "cp.async.cg.shared.global"), 0) << where;
+        EXPECT_EQ(occurrences(ptx, "cp.async.ca.shared.global [%r") > 0, promised) << where;
+        if (promised) {
+          EXPECT_GT(occurrences(ptx, "], 4, %r"), 0) << where;
+          EXPECT_GT(occurrences(ptx, "], 8, %r"), 0) << where;
+          EXPECT_EQ(elementLoads, 0) << where << ": a register path beside proven pieces";
+        } else {
+          EXPECT_GT(elementLoads, 0) << where;
+        }
+      }
+}
+
+TEST(GpuCodegen, AmdOperandsPromisedFourBytesLoadWholeWords) {
+  // AMD loads tiles through registers: a run that is not 16-byte aligned at run time had
+  // been loaded element by element (global_load_ushort for 16-bit elements); where the
+  // call promises 4 bytes its pieces take one 32-bit load each, element by element only
+  // at the matrix's edge.
+  for (const char *arch : {"gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1201"})
+    for (bool promised : {true, false}) {
+      Target target = Target::parse(std::string("hip:") + arch);
+      auto config = rowMajorAligned(ops::defaultMatmulConfig(target, 1000, 1000, 1000, "f16"));
+      config["divisibility_16"] = 0b100 | (promised ? 0b11 << 8 : 0);
+      Binary binary = compileMatmul(target, "f16", config);
+      const std::string &isa = stage(binary, "asm");
+      std::string where = std::string(arch) + (promised ? " promised" : "");
+      int words = occurrences(isa, "global_load_dword ") + occurrences(isa, "global_load_b32 ");
+      EXPECT_EQ(words > 0, promised) << where;
+    }
+}
+
 TEST(GpuCodegen, TheConversionBuildsEachThreadsIndexArithmeticOnce) {
   // A first call's compile time follows the size of the module the GPU conversion
   // leaves: every later pass and LLVM's optimizer work through it. Built element by

@@ -517,24 +517,62 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
             scf::YieldOp::create(b, loc, Value(LLVM::LoadOp::create(b, loc, runType, src, plan.run * bytes)));
           },
           [&](OpBuilder &b, Location loc) {
-            // An edge of the matrix, a strided view or a misaligned one: element by
-            // element, without branches (lanes outside read the operand's first element
-            // and keep zero).
-            Value values = arith::ConstantOp::create(b, loc, runType, b.getZeroAttr(runType));
-            Value zero = arith::ConstantOp::create(b, loc, element, b.getZeroAttr(element));
-            for (int64_t j = 0; j < plan.run; ++j) {
-              Value at = b.createOrFold<arith::AddIOp>(loc, inner32, i32Constant(b, loc, j));
-              Value on = b.createOrFold<arith::AndIOp>(
-                  loc, outerOn,
-                  b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, at, validInner));
-              Value ptr = globalPtr(b, loc, view, element, outer,
-                                    b.createOrFold<arith::ExtUIOp>(loc, i64, at));
-              ptr = b.createOrFold<arith::SelectOp>(loc, on, ptr, view.matrix);
-              Value one = b.createOrFold<arith::SelectOp>(
-                  loc, on, LLVM::LoadOp::create(b, loc, element, ptr, bytes), zero);
-              values = vector::InsertOp::create(b, loc, one, values, ArrayRef<int64_t>{j});
+            // An edge of the matrix, a strided view or a misaligned one: `count` elements
+            // from the run's `first`, one by one, without branches (lanes outside read the
+            // operand's first element and keep zero).
+            auto elements = [&](OpBuilder &b, Location loc, int64_t first, int64_t count) {
+              auto type = VectorType::get({count}, element);
+              Value values = arith::ConstantOp::create(b, loc, type, b.getZeroAttr(type));
+              Value zero = arith::ConstantOp::create(b, loc, element, b.getZeroAttr(element));
+              for (int64_t j = 0; j < count; ++j) {
+                Value at =
+                    b.createOrFold<arith::AddIOp>(loc, inner32, i32Constant(b, loc, first + j));
+                Value on = b.createOrFold<arith::AndIOp>(
+                    loc, outerOn,
+                    b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, at, validInner));
+                Value ptr = globalPtr(b, loc, view, element, outer,
+                                      b.createOrFold<arith::ExtUIOp>(loc, i64, at));
+                ptr = b.createOrFold<arith::SelectOp>(loc, on, ptr, view.matrix);
+                Value one = b.createOrFold<arith::SelectOp>(
+                    loc, on, LLVM::LoadOp::create(b, loc, element, ptr, bytes), zero);
+                values = vector::InsertOp::create(b, loc, one, values, ArrayRef<int64_t>{j});
+              }
+              return values;
+            };
+            int64_t pieceElements = plan.alignment / bytes;
+            if (plan.alignment < 4 || pieceElements >= plan.run) {
+              scf::YieldOp::create(b, loc, elements(b, loc, 0, plan.run));
+              return;
             }
-            scf::YieldOp::create(b, loc, values);
+            // A view the call promised 4 or 8 bytes of alignment: the run as loads of
+            // that size (AMD's global_load_dword / _dwordx2, where 16-bit elements one at
+            // a time had taken a load each), a piece at the matrix's edge element by
+            // element.
+            auto pieceType = VectorType::get({pieceElements}, element);
+            SmallVector<Value> pieces;
+            for (int64_t first = 0; first < plan.run; first += pieceElements) {
+              Value start = b.createOrFold<arith::AddIOp>(loc, inner32, i32Constant(b, loc, first));
+              Value inside = b.createOrFold<arith::AndIOp>(
+                  loc, outerOn,
+                  b.createOrFold<arith::CmpIOp>(
+                      loc, arith::CmpIPredicate::sle,
+                      b.createOrFold<arith::AddIOp>(loc, start, i32Constant(b, loc, pieceElements)),
+                      validInner));
+              auto piece = scf::IfOp::create(
+                  b, loc, inside,
+                  [&](OpBuilder &b, Location loc) {
+                    Value ptr = globalPtr(b, loc, view, element, outer,
+                                          b.createOrFold<arith::ExtUIOp>(loc, i64, start));
+                    scf::YieldOp::create(
+                        b, loc,
+                        Value(LLVM::LoadOp::create(b, loc, pieceType, ptr, plan.alignment)));
+                  },
+                  [&](OpBuilder &b, Location loc) {
+                    scf::YieldOp::create(b, loc, elements(b, loc, first, pieceElements));
+                  });
+              pieces.push_back(piece.getResult(0));
+            }
+            scf::YieldOp::create(b, loc, concat(b, loc, pieces));
           });
       loaded.push_back(data.getResult(0));
       keep.push_back(Value());
