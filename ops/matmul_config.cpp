@@ -61,7 +61,17 @@ std::map<std::string, int64_t> cpuConfig(const Target &target, int64_t m, int64_
   if (inputDtype == "i8")
     blockK = powerOfTwoAtLeast(std::clamp<int64_t>(k, 16, 1024));
   constexpr int64_t kRowsPerGroup = 1024;
-  int64_t blockM = avx512 ? 4 : 8, blockN = avx512 ? 64 : 16;
+  // AVX2 (16 registers of 8 float32 lanes): 4 x 16 float32 blocks keep 8 registers of
+  // accumulators, leaving room for b's two vectors and the broadcasts of a; 8 x 16 had
+  // taken all 16 and spilled in the K loop. 2 threads, znver3 (AVX2, no AVX-512), forced
+  // configs in one process against MKL, 8 x 16 / 4 x 16: 1024^3 0.59-0.61 / 0.97-1.01x,
+  // 2048^3 0.60-0.67 / 1.07x, 512^3 0.52-0.57 / 1.05x, 200^3 0.34 / 1.04x, 4096x1024x1024
+  // 0.62 / 0.94x (4 x 32 and 8 x 8: 0.61-0.66x). int8 and bf16 keep 8 x 16 there: 4 x 32
+  // gained at 256^3 and 1024^3 (int8 1024^3 24.7 -> 21.9 ms) but lost over a sweep of 60
+  // ragged shapes (int8 geomean against torch 0.76 -> 0.46, bf16 nn / tn 7.7 / 1.24 ->
+  // 3.9 / 0.70).
+  bool avx2Words = !avx512 && (inputDtype == "i8" || inputDtype == "bf16");
+  int64_t blockM = avx2Words ? 8 : 4, blockN = avx512 ? 64 : 16;
   // Where N leaves a 64-wide block column mostly past the matrix and 32-wide ones do not
   // (96, 160, 200 columns), 8 x 32 blocks: their multiply-adds past N cost more than the
   // 3-4% 8 x 32 gives up to 4 x 64 in whole blocks (2 threads, f32, against MKL: 96^3

@@ -447,6 +447,23 @@ TEST(MatmulConfig, EveryTargetFamilySetsEveryKnob) {
   EXPECT_EQ(ops::defaultMatmulConfig(Target::host(), 700, 1300, 1, "f32").at("BLOCK_K"), 1);
 }
 
+TEST(MatmulConfig, Avx2BlocksLeaveRegistersBesideTheAccumulator) {
+  // AVX2's 16 vector registers: float32 blocks of 4 x 16 (8 accumulator registers, where
+  // 8 x 16 had taken all 16); int8 and bf16 keep 8 x 16; AVX-512 takes 4 x 64.
+  // BLOCK_M x BLOCK_N, as "MxN".
+  auto blocks = [](const char *target, const char *dtype) {
+    auto config = ops::defaultMatmulConfig(Target::parse(target), 1024, 1024, 1024, dtype);
+    return std::to_string(config.at("BLOCK_M")) + "x" + std::to_string(config.at("BLOCK_N"));
+  };
+  for (const char *avx2 : {"cpu:znver3", "cpu:x86-64-v3"}) {
+    EXPECT_EQ(blocks(avx2, "f32"), "4x16") << avx2;
+    EXPECT_EQ(blocks(avx2, "f16"), "4x16") << avx2;
+    EXPECT_EQ(blocks(avx2, "i8"), "8x16") << avx2;
+    EXPECT_EQ(blocks(avx2, "bf16"), "8x16") << avx2;
+  }
+  EXPECT_EQ(blocks("cpu:znver4", "f32"), "4x64");
+}
+
 TEST(MatmulConfig, MatrixTilesTakeEveryRowInOneGroupWhereAFitsTheL2) {
   // An a read in place that fits the L2 (int8 384^3: 144 KB, bf16 640^3: 800 KB) makes one
   // group of every row of blocks, so that the launch's threads split the programs by
