@@ -234,9 +234,7 @@ def main():
             row = {"m": shape[0], "n": shape[1], "k": shape[2], "dtype": args.dtype,
                    "config": config}
             try:
-                torch_tile.config.autotune_configs = {"matmul": {"cuda": [config]}}
-                torch_tile.config.autotune = True
-                torch.ops.tile_runtime.clear_tuning()
+                use_config(config)
                 out = tile()
                 torch.cuda.synchronize()
                 row["parity_ok"], row["max_error"] = parity(out, a, b)

@@ -280,14 +280,10 @@ OperandPlan planOperand(const StagedOperand &operand, RankedTensorType type, uns
   auto unit = [&](unsigned d) { return operand.lanes.strides[d].getConstant() == 1; };
   plan.innerDim = unit(1) ? 1 : unit(0) ? 0 : kDim;
   plan.innerUnit = unit(plan.innerDim);
-  // The tile's first element and each step along the outer dimension are multiples of 16
-  // bytes (the offsets d iterations ahead differ by multiples of the loop step, which the
-  // analysis already counts in).
-  int64_t per16 = 16 / bytes;
+  // The widest of 16, 8 and 4 bytes that the tile's first element and each step along the
+  // outer dimension are multiples of (the offsets d iterations ahead differ by multiples
+  // of the loop step, which the analysis already counts in).
   const Divisibility &known = dist.divisibility;
-  plan.aligned16 = plan.innerUnit && per16 >= 1 && known.of(operand.lanes.basePtr) >= 16 &&
-                   known.divides(operand.lanes.offset, per16) &&
-                   known.divides(operand.lanes.strides[1 - plan.innerDim], per16);
   for (int64_t alignment : {16, 8, 4}) {
     int64_t elements = alignment / bytes;
     if (plan.innerUnit && elements >= 1 && known.of(operand.lanes.basePtr) >= alignment &&
@@ -297,6 +293,7 @@ OperandPlan planOperand(const StagedOperand &operand, RankedTensorType type, uns
       break;
     }
   }
+  plan.aligned16 = plan.alignment == 16;
   int64_t outer = plan.extent(1 - plan.innerDim), inner = plan.extent(plan.innerDim);
   plan.run = std::min<int64_t>(16 / bytes, inner);
   plan.runs = outer * inner / plan.run;
@@ -620,35 +617,7 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
               globalPtr(b, loc, view, element, b.createOrFold<arith::ExtUIOp>(loc, i64, outer32),
                         b.createOrFold<arith::ExtUIOp>(loc, i64, inner32));
           Value dst = sharedPtr(b, loc, plan.shared, buffer, slotBase, element, outer32, inner32);
-          if (pieceBytes < 16) {
-            // A run's 16 bytes are contiguous in shared memory (the swizzle moves whole
-            // runs), so piece p lies p * pieceBytes past the run's start there; in global
-            // memory past the run's first element by its elements times the inner stride
-            // (1: the pieces are taken only where it is).
-            int64_t pieceElements = pieceBytes / bytes;
-            std::string ptx =
-                "cp.async.ca.shared.global [$0], [$1], " + std::to_string(pieceBytes) + ", $2;";
-            for (int64_t p = 0; p * pieceBytes < plan.run * bytes; ++p) {
-              Value first = b.createOrFold<arith::AddIOp>(loc, inner32,
-                                                          i32Constant(b, loc, p * pieceElements));
-              // The piece's elements inside the matrix, 0 .. pieceElements; the rest of
-              // its bytes are zero-filled, and a copy of no source bytes reads nothing.
-              Value left = b.createOrFold<arith::MaxSIOp>(
-                  loc,
-                  b.createOrFold<arith::MinSIOp>(
-                      loc, b.createOrFold<arith::SubIOp>(loc, validInner, first),
-                      i32Constant(b, loc, pieceElements)),
-                  zero);
-              Value size = b.createOrFold<arith::SelectOp>(
-                  loc, on, b.createOrFold<arith::MulIOp>(loc, left, i32Constant(b, loc, bytes)),
-                  zero);
-              Value pieceSrc = elementPtr(b, loc, src, b.getI8Type(), c64(b, loc, p * pieceBytes));
-              Value pieceDst = elementPtr(b, loc, dst, b.getI8Type(), c64(b, loc, p * pieceBytes));
-              inlinePtx(b, loc, ptx, 0, "r,l,r", ValueRange{pieceDst, pieceSrc, size}, {});
-            }
-            return;
-          }
-          if (plan.wholeRuns) {
+          if (pieceBytes == 16 && plan.wholeRuns) {
             on = b.createOrFold<arith::AndIOp>(
                 loc, on,
                 b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, inner32, validInner));
@@ -658,17 +627,38 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
                       ValueRange{dst, src, ignore}, {});
             return;
           }
-          // The run's elements inside the matrix, 0 .. run, are copied; the rest is zero.
-          Value left = b.createOrFold<arith::MaxSIOp>(
-              loc,
-              b.createOrFold<arith::MinSIOp>(
-                  loc, b.createOrFold<arith::SubIOp>(loc, validInner, inner32),
-                  i32Constant(b, loc, plan.run)),
-              zero);
-          Value size = b.createOrFold<arith::SelectOp>(
-              loc, on, b.createOrFold<arith::MulIOp>(loc, left, i32Constant(b, loc, bytes)), zero);
-          LLVM::CallIntrinsicOp::create(b, loc, b.getStringAttr("llvm.nvvm.cp.async.cg.shared.global.16.s"),
-                                        ValueRange{dst, src, size});
+          // The run's elements inside the matrix are copied and the rest of its bytes
+          // zero-filled (a copy of no source bytes reads nothing): as one copy, or in
+          // pieces of 8 or 4 bytes. A run's 16 bytes are contiguous in shared memory (the
+          // swizzle moves whole runs), so piece p lies p * pieceBytes past the run's start
+          // there, and in global memory too (the pieces are taken only where the inner
+          // stride is 1).
+          int64_t pieceElements = pieceBytes == 16 ? plan.run : pieceBytes / bytes;
+          std::string ptx =
+              "cp.async.ca.shared.global [$0], [$1], " + std::to_string(pieceBytes) + ", $2;";
+          for (int64_t first = 0; first < plan.run; first += pieceElements) {
+            Value left = b.createOrFold<arith::MaxSIOp>(
+                loc,
+                b.createOrFold<arith::MinSIOp>(
+                    loc,
+                    b.createOrFold<arith::SubIOp>(
+                        loc, validInner,
+                        b.createOrFold<arith::AddIOp>(loc, inner32, i32Constant(b, loc, first))),
+                    i32Constant(b, loc, pieceElements)),
+                zero);
+            Value size = b.createOrFold<arith::SelectOp>(
+                loc, on, b.createOrFold<arith::MulIOp>(loc, left, i32Constant(b, loc, bytes)),
+                zero);
+            if (pieceBytes == 16) {
+              LLVM::CallIntrinsicOp::create(
+                  b, loc, b.getStringAttr("llvm.nvvm.cp.async.cg.shared.global.16.s"),
+                  ValueRange{dst, src, size});
+              continue;
+            }
+            Value pieceSrc = elementPtr(b, loc, src, b.getI8Type(), c64(b, loc, first * bytes));
+            Value pieceDst = elementPtr(b, loc, dst, b.getI8Type(), c64(b, loc, first * bytes));
+            inlinePtx(b, loc, ptx, 0, "r,l,r", ValueRange{pieceDst, pieceSrc, size}, {});
+          }
         };
         whereRunExists(b, loc, plan, r, copy);
       }
@@ -694,41 +684,33 @@ struct DotOnGpu : OpConversionPattern<DotOp> {
         aligned = b.createOrFold<arith::AndIOp>(loc, aligned, view.innerUnit);
       return aligned;
     };
-    // The widest copies the view takes: sizes above the proven alignment behind a run-time
-    // check, widest first, then the proven size with none. An operand proven nothing (its
-    // caller could not promise 4 bytes: a row of an odd number of 16-bit elements, a base
-    // one element off) keeps the 16-byte copies and the register path alone, whose kernel
-    // the pieces' branches would only make larger.
-    SmallVector<int64_t, 3> pieceSizes = {16};
-    if (plan.alignment >= 4 && !plan.transposed())
-      for (int64_t piece : {8, 4})
-        if (piece >= plan.alignment)
-          pieceSizes.push_back(piece);
-    bool provenLast = plan.alignment >= 4 && pieceSizes.back() == plan.alignment;
-    std::function<void(OpBuilder &, Location, size_t)> widest = [&](OpBuilder &b, Location loc,
-                                                                    size_t i) {
-      if (i + 1 == pieceSizes.size() && provenLast) {
-        copies(b, loc, pieceSizes[i]);
-        return;
-      }
-      if (i == pieceSizes.size()) {
-        storeRuns(b, loc, plan, loadRuns(b, loc, plan, view, element, Value()).zeroed(b, loc),
-                  buffer, slot, element);
-        return;
-      }
+    // The widest copies the view takes, from 16 bytes down, each size behind a run-time
+    // check but the proven one (the last, none). An operand proven nothing (its caller
+    // could not promise 4 bytes: a row of an odd number of 16-bit elements, a base one
+    // element off) keeps the 16-byte copies and the register path alone, whose kernel the
+    // pieces' branches would only make larger.
+    int64_t proven = plan.alignment >= 4 && !plan.transposed() ? plan.alignment : 0;
+    std::function<void(OpBuilder &, Location, int64_t)> widest = [&](OpBuilder &b, Location loc,
+                                                                     int64_t size) {
+      if (size == proven)
+        return copies(b, loc, size);
+      if (proven == 0 && size < 16)
+        return storeRuns(b, loc, plan,
+                         loadRuns(b, loc, plan, view, element, Value()).zeroed(b, loc), buffer,
+                         slot, element);
       scf::IfOp::create(
-          b, loc, alignedTo(b, loc, pieceSizes[i]),
+          b, loc, alignedTo(b, loc, size),
           [&](OpBuilder &b, Location loc) {
-            copies(b, loc, pieceSizes[i]);
+            copies(b, loc, size);
             scf::YieldOp::create(b, loc);
           },
           [&](OpBuilder &b, Location loc) {
-            widest(b, loc, i + 1);
+            widest(b, loc, size / 2);
             scf::YieldOp::create(b, loc);
           });
     };
     scf::IfOp::create(b, loc, inRange, [&](OpBuilder &b, Location loc) {
-      widest(b, loc, 0);
+      widest(b, loc, 16);
       scf::YieldOp::create(b, loc);
     });
   }
